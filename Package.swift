@@ -1,0 +1,67 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
+
+let package = Package(
+  name: "batchdl",
+  platforms: [.macOS(.v13)],
+  products: [
+    .executable(name: "batchdl", targets: ["batchdl"]),
+    .library(name: "BatchDL", targets: ["BatchDL"]),
+  ],
+  dependencies: [
+    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"5.0.0"),
+  ],
+  targets: [
+    .target(
+      name: "CCurl",
+      cSettings: [.unsafeFlags(["-Wall", "-Werror"])],
+      linkerSettings: [.linkedLibrary("curl")]
+    ),
+    .systemLibrary(
+      name: "CYAML",
+      pkgConfig: "yaml-0.1",
+      providers: [.apt(["libyaml-dev"])]
+    ),
+    .target(
+      name: "BatchDL",
+      dependencies: [
+        "CCurl",
+        "CYAML",
+        .product(name: "Crypto", package: "swift-crypto"),
+      ],
+      swiftSettings: strict
+    ),
+    .executableTarget(
+      name: "batchdl",
+      dependencies: [
+        "BatchDL",
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      ],
+      swiftSettings: strict
+    ),
+    .target(
+      name: "TestSupport",
+      dependencies: ["BatchDL"],
+      path: "Tests/TestSupport",
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "ManifestTests",
+      dependencies: ["BatchDL", "TestSupport"],
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "PlanTests",
+      dependencies: ["BatchDL", "TestSupport"],
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "EndToEndTests",
+      dependencies: ["TestSupport"],
+      swiftSettings: strict
+    ),
+  ]
+)

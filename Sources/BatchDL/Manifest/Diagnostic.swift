@@ -1,0 +1,64 @@
+/// One problem found in a manifest or a `list:` file.
+public struct Diagnostic: Hashable, Sendable, CustomStringConvertible {
+  public enum Severity: String, Sendable {
+    case error
+    case warning
+  }
+
+  public var mark: SourceMark
+  public var severity: Severity
+  public var message: String
+
+  public init(_ severity: Severity, at mark: SourceMark, _ message: String) {
+    self.mark = mark
+    self.severity = severity
+    self.message = message
+  }
+
+  /// `FILE:LINE:COLUMN: error: message`, the form compilers and editors understand.
+  public var description: String { "\(mark): \(severity.rawValue): \(message)" }
+}
+
+/// Collects every problem found while reading a manifest, so that all of them can be reported at once.
+public struct Diagnostics: Sendable {
+  public private(set) var items: [Diagnostic] = []
+
+  public init() {}
+
+  public mutating func error(_ mark: SourceMark, _ message: String) {
+    items.append(Diagnostic(.error, at: mark, message))
+  }
+
+  public mutating func warning(_ mark: SourceMark, _ message: String) {
+    items.append(Diagnostic(.warning, at: mark, message))
+  }
+
+  public mutating func append(contentsOf other: Diagnostics) {
+    items.append(contentsOf: other.items)
+  }
+
+  public var hasErrors: Bool { items.contains { $0.severity == .error } }
+
+  public var errorCount: Int { items.count { $0.severity == .error } }
+
+  /// The problems in order of position (file, line, column); ties keep the order they were found in.
+  public var sorted: [Diagnostic] {
+    items.enumerated().sorted { lhs, rhs in
+      if lhs.element.mark != rhs.element.mark { return lhs.element.mark < rhs.element.mark }
+      return lhs.offset < rhs.offset
+    }.map(\.element)
+  }
+}
+
+/// A manifest that cannot be used; carries every problem found in it.
+public struct ManifestError: Error, CustomStringConvertible {
+  public var diagnostics: [Diagnostic]
+
+  public init(diagnostics: [Diagnostic]) {
+    self.diagnostics = diagnostics
+  }
+
+  public var description: String {
+    diagnostics.map(\.description).joined(separator: "\n")
+  }
+}

@@ -1,0 +1,606 @@
+/// Turns a `YAMLNode` tree into a typed `Manifest`, collecting every problem on the way.
+struct ManifestDecoder {
+  enum Expansion {
+    /// No `${VAR}` expansion.
+    case none
+    /// Expanded; the value is not a secret (paths).
+    case plain
+    /// Expanded; substituted values are masked wherever the manifest is echoed.
+    case secret
+  }
+
+  static let topKeys = ["version", "defaults", "sessions"]
+  static let settingKeys = ["kind", "dest", "timeouts", "retry", "cache", "network", "headers", "on_finished"]
+  static let sessionKeys = settingKeys + ["identifier", "tasks"]
+  static let timeoutKeys = ["request", "resource"]
+  static let retryKeys = ["attempts", "backoff", "max_backoff"]
+  static let cacheKeys = ["policy", "memory", "disk"]
+  static let networkKeys = [
+    "allows_cellular", "allows_expensive", "allows_constrained", "waits_for_connectivity", "discretionary",
+    "window", "max_connections_per_host", "max_concurrent", "rate_limit", "cellular_interfaces",
+    "expensive_interfaces", "constrained_interfaces",
+  ]
+  static let taskKindKeys = ["data", "download", "upload", "list"]
+  static let taskKeys = taskKindKeys + [
+    "id", "to", "method", "headers", "body", "body_file", "from", "form", "sha256", "size", "priority", "after",
+    "become_download",
+  ]
+  static let listKeys = ["list", "kind", "to", "method", "headers", "priority", "after"]
+  static let becomeDownloadKeys = ["content_type", "larger_than"]
+
+  let file: String
+  let environment: [String: String]
+  var diagnostics = Diagnostics()
+  var secrets: [Secret] = []
+
+  init(file: String, environment: [String: String]) {
+    self.file = file
+    self.environment = environment
+  }
+
+  // MARK: - Whole manifest
+
+  mutating func decode(_ root: YAMLNode, path: String, directory: String) -> Manifest? {
+    guard let top = mapping(root, what: "the manifest") else { return nil }
+    checkKeys(top, known: Self.topKeys, in: "the manifest")
+    var version = 1
+    if let node = root["version"] {
+      if let value = integer(node, what: "version") {
+        if value != 1 {
+          diagnostics.error(node.mark, "unsupported manifest version \(value): this batchdl reads version 1")
+        }
+        version = value
+      }
+    } else {
+      diagnostics.error(root.mark, "missing 'version: 1' at the top of the manifest")
+    }
+    var defaults = PartialSettings()
+    if let node = root["defaults"], let map = mapping(node, what: "defaults") {
+      checkKeys(map, known: Self.settingKeys, in: "defaults", extra: ["identifier": "identifier names one background session; set it in that session", "tasks": "tasks belong to a session"])
+      defaults = settings(map)
+    }
+    var sessions: [Session] = []
+    if let node = root["sessions"] {
+      if let entries = mapping(node, what: "sessions") {
+        if entries.isEmpty { diagnostics.error(node.mark, "no sessions: add at least one under 'sessions:'") }
+        var identifiers: [String: SourceMark] = [:]
+        for (key, value) in entries {
+          guard let name = key.scalar else { continue }
+          if let session = session(name: name, key: key, node: value, defaults: defaults) {
+            if let identifier = session.identifier, let valueNode = value["identifier"] {
+              if let first = identifiers[identifier] {
+                diagnostics.error(valueNode.mark, "identifier '\(identifier)' is already used by the session at line \(first.line); each background session needs its own")
+              } else {
+                identifiers[identifier] = valueNode.mark
+              }
+            }
+            sessions.append(session)
+          }
+        }
+      }
+    } else {
+      diagnostics.error(root.mark, "missing 'sessions:': a manifest declares at least one session with its tasks")
+    }
+    return Manifest(path: path, directory: directory, version: version, sessions: sessions, secrets: secrets)
+  }
+
+  // MARK: - Sessions
+
+  /// Session settings as written, before defaults are applied; nil means "not given".
+  struct PartialSettings {
+    var kind: SessionKind?
+    var dest: String?
+    var request: Interval?
+    var resource: Interval?
+    var attempts: Int?
+    var backoff: Interval?
+    var maxBackoff: Interval?
+    var cachePolicy: CachePolicy?
+    var cacheMemory: Int64?
+    var cacheDisk: Int64?
+    var flags: [String: Bool] = [:]
+    var window: TimeWindow?
+    var maxConnectionsPerHost: Int?
+    var maxConcurrent: Int?
+    var rateLimit: Int64?
+    var interfaces: [String: [String]] = [:]
+    var headers: [Header] = []
+    var onFinished: String?
+  }
+
+  mutating func settings(_ map: [(key: YAMLNode, value: YAMLNode)]) -> PartialSettings {
+    var result = PartialSettings()
+    for (key, value) in map {
+      switch key.scalar {
+      case "kind":
+        result.kind = choice(value, what: "kind", SessionKind.self)
+      case "dest":
+        guard let written = string(value, what: "dest", expand: .plain) else { continue }
+        switch PathRules.normalize(written, allowAbsolute: true) {
+        case .success(let path): result.dest = path
+        case .failure(let problem): diagnostics.error(value.mark, "dest '\(written)' \(problem.message)")
+        }
+      case "timeouts":
+        guard let entries = mapping(value, what: "timeouts") else { continue }
+        checkKeys(entries, known: Self.timeoutKeys, in: "timeouts")
+        result.request = value["request"].flatMap { interval($0, what: "timeouts.request", positive: true) }
+        result.resource = value["resource"].flatMap { interval($0, what: "timeouts.resource", positive: true) }
+      case "retry":
+        guard let entries = mapping(value, what: "retry") else { continue }
+        checkKeys(entries, known: Self.retryKeys, in: "retry")
+        if let node = value["attempts"], let attempts = integer(node, what: "retry.attempts") {
+          if attempts < 1 {
+            diagnostics.error(node.mark, "retry.attempts counts every try and must be at least 1 (1 means no retry)")
+          } else {
+            result.attempts = attempts
+          }
+        }
+        result.backoff = value["backoff"].flatMap { interval($0, what: "retry.backoff", positive: false) }
+        result.maxBackoff = value["max_backoff"].flatMap { interval($0, what: "retry.max_backoff", positive: false) }
+      case "cache":
+        guard let entries = mapping(value, what: "cache") else { continue }
+        checkKeys(entries, known: Self.cacheKeys, in: "cache")
+        result.cachePolicy = value["policy"].flatMap { choice($0, what: "cache.policy", CachePolicy.self) }
+        result.cacheMemory = value["memory"].flatMap { size($0, what: "cache.memory") }
+        result.cacheDisk = value["disk"].flatMap { size($0, what: "cache.disk") }
+      case "network":
+        guard let entries = mapping(value, what: "network") else { continue }
+        checkKeys(entries, known: Self.networkKeys, in: "network")
+        for (flagKey, flagValue) in entries {
+          guard let name = flagKey.scalar else { continue }
+          switch name {
+          case "allows_cellular", "allows_expensive", "allows_constrained", "waits_for_connectivity", "discretionary":
+            result.flags[name] = boolean(flagValue, what: "network.\(name)")
+          case "window":
+            if let text = string(flagValue, what: "network.window") {
+              if let window = TimeWindow.parse(text) {
+                result.window = window
+              } else {
+                diagnostics.error(flagValue.mark, "bad network.window '\(text)': write local times as HH:MM-HH:MM, e.g. \"01:00-05:00\"")
+              }
+            }
+          case "max_connections_per_host", "max_concurrent":
+            if let count = integer(flagValue, what: "network.\(name)") {
+              if count < 1 {
+                diagnostics.error(flagValue.mark, "network.\(name) must be at least 1")
+              } else if name == "max_concurrent" {
+                result.maxConcurrent = count
+              } else {
+                result.maxConnectionsPerHost = count
+              }
+            }
+          case "rate_limit":
+            result.rateLimit = rate(flagValue)
+          case "cellular_interfaces", "expensive_interfaces", "constrained_interfaces":
+            result.interfaces[name] = stringList(flagValue, what: "network.\(name)")
+          default:
+            break
+          }
+        }
+      case "headers":
+        result.headers = headers(value)
+      case "on_finished":
+        result.onFinished = string(value, what: "on_finished", expand: .none)
+      default:
+        break
+      }
+    }
+    return result
+  }
+
+  mutating func session(name: String, key: YAMLNode, node: YAMLNode, defaults: PartialSettings) -> Session? {
+    if name.isEmpty || !name.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "-" }) {
+      diagnostics.error(key.mark, "session name '\(name)' may use only a-z, 0-9, '_' and '-'")
+    }
+    guard let map = mapping(node, what: "session '\(name)'") else { return nil }
+    checkKeys(map, known: Self.sessionKeys, in: "session '\(name)'")
+    let own = settings(map)
+    let kind = own.kind ?? defaults.kind ?? .default
+
+    var identifier: String?
+    if let idNode = node["identifier"] {
+      identifier = string(idNode, what: "identifier")
+      if kind != .background {
+        diagnostics.error(idNode.mark, "identifier is only for background sessions; remove it or set 'kind: background'")
+      }
+    } else if kind == .background {
+      diagnostics.error(key.mark, "background session '\(name)' needs an 'identifier:' (unique across manifests sharing a state folder), as URLSessionConfiguration.background(withIdentifier:) does")
+    }
+
+    let dest = own.dest ?? defaults.dest ?? ""
+
+    var headers: [Header] = []
+    for header in defaults.headers + own.headers {
+      headers.removeAll { $0.name.lowercased() == header.name.lowercased() }
+      headers.append(header)
+    }
+
+    let flags = defaults.flags.merging(own.flags) { $1 }
+    let interfaces = defaults.interfaces.merging(own.interfaces) { $1 }
+    let network = NetworkSettings(
+      allowsCellular: flags["allows_cellular"] ?? true,
+      allowsExpensive: flags["allows_expensive"] ?? true,
+      allowsConstrained: flags["allows_constrained"] ?? true,
+      waitsForConnectivity: flags["waits_for_connectivity"] ?? false,
+      discretionary: flags["discretionary"] ?? false,
+      window: own.window ?? defaults.window,
+      maxConnectionsPerHost: own.maxConnectionsPerHost ?? defaults.maxConnectionsPerHost ?? 6,
+      maxConcurrent: own.maxConcurrent ?? defaults.maxConcurrent ?? 16,
+      rateLimit: own.rateLimit ?? defaults.rateLimit,
+      cellularInterfaces: interfaces["cellular_interfaces"] ?? ["wwan*", "ppp*", "rmnet*", "wwp*"],
+      expensiveInterfaces: interfaces["expensive_interfaces"] ?? [],
+      constrainedInterfaces: interfaces["constrained_interfaces"] ?? [])
+    if network.discretionary, network.window == nil, let flagNode = node["network"]?["discretionary"] ?? node["network"] {
+      diagnostics.warning(flagNode.mark, "discretionary without network.window: tasks run at any time, only while no disallowed interface would carry them")
+    }
+
+    var tasks: [TaskEntry] = []
+    if let tasksNode = node["tasks"] {
+      if case .sequence(let items) = tasksNode.content {
+        for item in items {
+          if let entry = task(item, kind: kind) { tasks.append(entry) }
+        }
+        if items.isEmpty { diagnostics.warning(tasksNode.mark, "session '\(name)' has no tasks") }
+      } else if !tasksNode.isNull {
+        diagnostics.error(tasksNode.mark, "tasks must be a list (each item starting with '- '), found \(tasksNode.kindName)")
+      }
+    } else {
+      diagnostics.error(key.mark, "session '\(name)' has no 'tasks:' list")
+    }
+
+    return Session(
+      name: name, mark: key.mark, kind: kind, identifier: identifier, dest: dest,
+      timeouts: Timeouts(
+        request: own.request ?? defaults.request ?? .seconds(60),
+        resource: own.resource ?? defaults.resource ?? (kind == .background ? .seconds(7 * 86_400) : nil)),
+      retry: RetryPolicy(
+        attempts: own.attempts ?? defaults.attempts ?? 3,
+        backoff: own.backoff ?? defaults.backoff ?? .seconds(1),
+        maxBackoff: own.maxBackoff ?? defaults.maxBackoff ?? .seconds(120)),
+      cache: CacheSettings(
+        policy: own.cachePolicy ?? defaults.cachePolicy ?? .protocol,
+        memory: own.cacheMemory ?? defaults.cacheMemory ?? 20 << 20,
+        disk: kind == .ephemeral ? 0 : (own.cacheDisk ?? defaults.cacheDisk ?? 100 << 20)),
+      network: network, headers: headers, onFinished: own.onFinished ?? defaults.onFinished, tasks: tasks)
+  }
+
+  // MARK: - Tasks
+
+  mutating func task(_ node: YAMLNode, kind sessionKind: SessionKind) -> TaskEntry? {
+    guard let entries = mapping(node, what: "a task") else { return nil }
+    let kindKeys = entries.filter { Self.taskKindKeys.contains($0.key.scalar ?? "") }
+    guard let kindEntry = kindKeys.first, let kindName = kindEntry.key.scalar else {
+      let hint = entries.first.flatMap { $0.key.scalar }.map { Suggestions.hint(for: $0, in: Self.taskKindKeys) } ?? ""
+      diagnostics.error(node.mark, "a task starts with one of data:, download:, upload: or list: followed by its URL (or list file)\(hint)")
+      checkKeys(entries, known: Self.taskKeys, in: "a task")
+      return nil
+    }
+    for extra in kindKeys.dropFirst() {
+      diagnostics.error(extra.key.mark, "a task has one kind: '\(kindName):' is already given, so '\(extra.key.scalar ?? ""):' cannot be")
+    }
+    if kindName == "list" { return list(node, entries: entries, kindEntry: kindEntry, sessionKind: sessionKind) }
+    checkKeys(entries, known: Self.taskKeys, in: "a \(kindName) task")
+    let kind = TaskKind(rawValue: kindName) ?? .download
+    let url = string(kindEntry.value, what: "the URL", expand: .secret) ?? ""
+    if kind == .data && sessionKind == .background {
+      diagnostics.error(kindEntry.key.mark, "data tasks are not supported in background sessions: a background transfer must write to a file, so that it can go on after batchdl exits; use 'download:' instead")
+    }
+
+    var spec = TaskSpec(
+      kind: kind, mark: node.mark, url: url, urlMark: kindEntry.value.mark, id: nil, idMark: nil, to: nil,
+      toMark: nil, method: "GET", headers: [], body: nil, bodyFile: nil, from: nil, form: [], sha256: nil, size: nil,
+      priority: .normal, after: [], becomeDownload: nil)
+    var method: String?
+    for (key, value) in entries {
+      switch key.scalar {
+      case "id":
+        spec.id = string(value, what: "id")
+        spec.idMark = value.mark
+        if spec.id?.isEmpty == true { diagnostics.error(value.mark, "id must not be empty") }
+      case "to":
+        spec.to = string(value, what: "to", expand: .plain)
+        spec.toMark = value.mark
+      case "method":
+        method = self.method(value)
+      case "headers":
+        spec.headers = headers(value)
+      case "body":
+        spec.body = string(value, what: "body", expand: .secret)
+      case "body_file":
+        spec.bodyFile = string(value, what: "body_file", expand: .plain)
+      case "from":
+        spec.from = string(value, what: "from", expand: .plain)
+      case "form":
+        spec.form = form(value)
+      case "sha256":
+        if let text = string(value, what: "sha256") {
+          let lowered = text.lowercased()
+          if lowered.count == 64, lowered.unicodeScalars.allSatisfy({ ("0"..."9").contains($0) || ("a"..."f").contains($0) }) {
+            spec.sha256 = lowered
+          } else {
+            diagnostics.error(value.mark, "sha256 must be 64 hexadecimal digits, found \(text.count) characters")
+          }
+        }
+      case "size":
+        spec.size = size(value, what: "size")
+      case "priority":
+        spec.priority = choice(value, what: "priority", Priority.self) ?? .normal
+      case "after":
+        spec.after = references(value)
+      case "become_download":
+        spec.becomeDownload = becomeDownload(value)
+        if kind != .data {
+          diagnostics.error(key.mark, "become_download applies to data tasks only; this task is already a \(kind.rawValue)")
+        }
+      default:
+        break
+      }
+    }
+
+    switch kind {
+    case .upload:
+      let sources = [spec.from != nil, !spec.form.isEmpty || node["form"] != nil, spec.body != nil, spec.bodyFile != nil]
+      if sources.filter({ $0 }).isEmpty {
+        diagnostics.error(kindEntry.key.mark, "an upload needs what to send: 'from:' (a file), 'form:' (multipart fields), 'body:' or 'body_file:'")
+      } else if sources.filter({ $0 }).count > 1 {
+        diagnostics.error(kindEntry.key.mark, "an upload sends one of 'from:', 'form:', 'body:' or 'body_file:', not several")
+      }
+      if sessionKind == .background && spec.from == nil && sources.contains(true) {
+        diagnostics.error(kindEntry.key.mark, "background sessions upload files only ('from:'), as URLSession does: a detached worker must be able to reread the body")
+      }
+      spec.method = method ?? (spec.from != nil ? "PUT" : "POST")
+      if spec.sha256 != nil || spec.size != nil, let mark = node["sha256"]?.mark ?? node["size"]?.mark {
+        diagnostics.error(mark, "sha256 and size check a downloaded file; an upload writes none (use them on a download task)")
+      }
+    case .data, .download:
+      for key in ["from", "form"] {
+        if let value = node[key] {
+          diagnostics.error(value.mark, "'\(key):' is an upload source; a \(kind.rawValue) task sends 'body:' or 'body_file:' instead")
+        }
+      }
+      if spec.body != nil && spec.bodyFile != nil, let mark = node["body_file"]?.mark {
+        diagnostics.error(mark, "give 'body:' or 'body_file:', not both")
+      }
+      spec.method = method ?? (spec.body != nil || spec.bodyFile != nil ? "POST" : "GET")
+    }
+    return .task(spec)
+  }
+
+  mutating func list(
+    _ node: YAMLNode, entries: [(key: YAMLNode, value: YAMLNode)], kindEntry: (key: YAMLNode, value: YAMLNode),
+    sessionKind: SessionKind
+  ) -> TaskEntry? {
+    checkKeys(entries, known: Self.listKeys, in: "a list entry")
+    let file = string(kindEntry.value, what: "list", expand: .plain) ?? ""
+    var spec = ListSpec(
+      mark: node.mark, file: file, fileMark: kindEntry.value.mark, kind: .download, to: nil, toMark: nil,
+      method: "GET", headers: [], priority: .normal, after: [])
+    for (key, value) in entries {
+      switch key.scalar {
+      case "kind":
+        if let kind = choice(value, what: "kind", TaskKind.self) {
+          if kind == .upload {
+            diagnostics.error(value.mark, "a list expands to data or download tasks; uploads need a source each, so declare them one by one")
+          } else if kind == .data && sessionKind == .background {
+            diagnostics.error(value.mark, "data tasks are not supported in background sessions: a background transfer must write to a file, so that it can go on after batchdl exits; use 'kind: download'")
+          } else {
+            spec.kind = kind
+          }
+        }
+      case "to":
+        spec.to = string(value, what: "to", expand: .plain)
+        spec.toMark = value.mark
+      case "method":
+        spec.method = method(value) ?? "GET"
+      case "headers":
+        spec.headers = headers(value)
+      case "priority":
+        spec.priority = choice(value, what: "priority", Priority.self) ?? .normal
+      case "after":
+        spec.after = references(value)
+      default:
+        break
+      }
+    }
+    return .list(spec)
+  }
+
+  mutating func method(_ node: YAMLNode) -> String? {
+    guard let text = string(node, what: "method") else { return nil }
+    guard !text.isEmpty, text.unicodeScalars.allSatisfy(HeaderRules.isTokenCharacter) else {
+      diagnostics.error(node.mark, "method '\(text)' is not an HTTP method name (e.g. GET, POST, PUT)")
+      return nil
+    }
+    return text
+  }
+
+  mutating func headers(_ node: YAMLNode) -> [Header] {
+    guard let entries = mapping(node, what: "headers") else { return [] }
+    var result: [Header] = []
+    for (key, value) in entries {
+      guard let name = key.scalar else { continue }
+      if name.isEmpty || !name.unicodeScalars.allSatisfy(HeaderRules.isTokenCharacter) {
+        diagnostics.error(key.mark, "'\(name)' is not a valid header name (letters, digits and !#$%&'*+-.^_`|~)")
+        continue
+      }
+      if let duplicate = result.first(where: { $0.name.lowercased() == name.lowercased() }) {
+        diagnostics.error(key.mark, "header '\(name)' is given twice (also at line \(duplicate.mark.line)); header names ignore case")
+        continue
+      }
+      guard let text = string(value, what: "header '\(name)'", expand: .secret) else { continue }
+      if text.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
+        diagnostics.error(value.mark, "header '\(name)' contains a line break, which would split the request; remove it")
+        continue
+      }
+      result.append(Header(name: name, value: text, mark: value.mark))
+    }
+    return result
+  }
+
+  mutating func form(_ node: YAMLNode) -> [FormField] {
+    guard let entries = mapping(node, what: "form") else { return [] }
+    var fields: [FormField] = []
+    for (key, value) in entries {
+      guard let name = key.scalar, let text = string(value, what: "form field '\(name)'", expand: .secret) else {
+        continue
+      }
+      if text.hasPrefix("@") {
+        let path = String(text.dropFirst())
+        if path.isEmpty { diagnostics.error(value.mark, "form field '\(name)': '@' must be followed by a file path") }
+        fields.append(FormField(name: name, value: text, file: path))
+      } else {
+        fields.append(FormField(name: name, value: text, file: nil))
+      }
+    }
+    return fields
+  }
+
+  mutating func references(_ node: YAMLNode) -> [TaskReference] {
+    switch node.content {
+    case .sequence(let items):
+      return items.compactMap { item in string(item, what: "after").map { TaskReference(id: $0, mark: item.mark) } }
+    default:
+      return string(node, what: "after").map { [TaskReference(id: $0, mark: node.mark)] } ?? []
+    }
+  }
+
+  mutating func becomeDownload(_ node: YAMLNode) -> BecomeDownload? {
+    guard let entries = mapping(node, what: "become_download") else { return nil }
+    checkKeys(entries, known: Self.becomeDownloadKeys, in: "become_download")
+    var result = BecomeDownload(contentTypes: [], largerThan: nil)
+    if let types = node["content_type"] { result.contentTypes = stringList(types, what: "become_download.content_type") }
+    if let larger = node["larger_than"] { result.largerThan = size(larger, what: "become_download.larger_than") }
+    if node["content_type"] == nil && node["larger_than"] == nil {
+      diagnostics.error(node.mark, "become_download needs 'content_type:' or 'larger_than:' to say when the data task becomes a download")
+    }
+    return result
+  }
+
+  // MARK: - Scalars and shapes
+
+  mutating func checkKeys(
+    _ entries: [(key: YAMLNode, value: YAMLNode)], known: [String], in place: String, extra: [String: String] = [:]
+  ) {
+    for (key, _) in entries {
+      guard let name = key.scalar, !known.contains(name) else { continue }
+      if let why = extra[name] {
+        diagnostics.error(key.mark, "'\(name)' is not allowed in \(place): \(why)")
+      } else {
+        diagnostics.error(key.mark, "unknown key '\(name)' in \(place)\(Suggestions.hint(for: name, in: known))")
+      }
+    }
+  }
+
+  mutating func mapping(_ node: YAMLNode, what: String) -> [(key: YAMLNode, value: YAMLNode)]? {
+    if case .mapping(let entries) = node.content { return entries }
+    diagnostics.error(node.mark, "\(what) must be a mapping (key: value lines), found \(node.kindName)")
+    return nil
+  }
+
+  mutating func string(_ node: YAMLNode, what: String, expand: Expansion = .none) -> String? {
+    guard case .scalar(let text, let plain) = node.content, !node.isNull else {
+      diagnostics.error(node.mark, "\(what) must be a string, found \(node.kindName)")
+      return nil
+    }
+    guard expand != .none else { return text }
+    switch EnvironmentExpansion.expand(text, environment: environment) {
+    case .success(let result):
+      if expand == .secret {
+        for secret in result.substituted where !secrets.contains(secret) { secrets.append(secret) }
+      }
+      return result.text
+    case .failure(let problem):
+      let singleLine = !text.contains("\n")
+      let offset = singleLine ? problem.offset + (plain ? 0 : 1) : 0
+      diagnostics.error(node.mark.advanced(by: offset), problem.message)
+      return nil
+    }
+  }
+
+  mutating func stringList(_ node: YAMLNode, what: String) -> [String] {
+    if case .sequence(let items) = node.content {
+      return items.compactMap { string($0, what: what) }
+    }
+    return string(node, what: what).map { [$0] } ?? []
+  }
+
+  mutating func integer(_ node: YAMLNode, what: String) -> Int? {
+    guard case .scalar(let text, true) = node.content, let value = Int(text) else {
+      diagnostics.error(node.mark, "\(what) must be a whole number, found \(describe(node))")
+      return nil
+    }
+    return value
+  }
+
+  mutating func boolean(_ node: YAMLNode, what: String) -> Bool? {
+    if case .scalar(let text, true) = node.content {
+      switch text {
+      case "true", "True", "TRUE": return true
+      case "false", "False", "FALSE": return false
+      case "yes", "Yes", "YES", "on", "On", "ON", "no", "No", "NO", "off", "Off", "OFF":
+        diagnostics.error(node.mark, "\(what) must be true or false; '\(text)' is not a boolean here (YAML 1.2)")
+        return nil
+      default: break
+      }
+    }
+    diagnostics.error(node.mark, "\(what) must be true or false, found \(describe(node))")
+    return nil
+  }
+
+  mutating func size(_ node: YAMLNode, what: String) -> Int64? {
+    guard let text = string(node, what: what) else { return nil }
+    guard let value = ByteSize.parse(text) else {
+      diagnostics.error(node.mark, "bad size '\(text)' for \(what): write a number of bytes or use KB, MB, GB, TB (powers of 1024), e.g. 20MB")
+      return nil
+    }
+    return value
+  }
+
+  mutating func rate(_ node: YAMLNode) -> Int64? {
+    guard let text = string(node, what: "network.rate_limit") else { return nil }
+    let trimmed = text.trimmingSpaces
+    guard trimmed.hasSuffix("/s"), let value = ByteSize.parse(String(trimmed.dropLast(2))), value > 0 else {
+      diagnostics.error(node.mark, "bad rate '\(text)' for network.rate_limit: write a size per second, e.g. 50MB/s")
+      return nil
+    }
+    return value
+  }
+
+  mutating func interval(_ node: YAMLNode, what: String, positive: Bool) -> Interval? {
+    guard let text = string(node, what: what) else { return nil }
+    guard let value = Interval.parse(text) else {
+      diagnostics.error(node.mark, "bad duration '\(text)' for \(what): use ms, s, m, h or d, e.g. 30s, 5m, 2h, 7d")
+      return nil
+    }
+    if positive && value.milliseconds == 0 {
+      diagnostics.error(node.mark, "\(what) must be longer than zero")
+      return nil
+    }
+    return value
+  }
+
+  mutating func choice<T: RawRepresentable & CaseIterable>(_ node: YAMLNode, what: String, _ type: T.Type) -> T?
+  where T.RawValue == String {
+    let names = T.allCases.map(\.rawValue)
+    guard let text = string(node, what: what) else { return nil }
+    guard let value = T(rawValue: text) else {
+      diagnostics.error(node.mark, "unknown \(what) '\(text)': expected one of \(names.joined(separator: ", "))\(Suggestions.hint(for: text, in: names))")
+      return nil
+    }
+    return value
+  }
+
+  func describe(_ node: YAMLNode) -> String {
+    if case .scalar(let text, _) = node.content, !node.isNull { return "'\(text)'" }
+    return node.kindName
+  }
+}
+
+/// Rules for HTTP header names and values (RFC 9110 tokens).
+enum HeaderRules {
+  static func isTokenCharacter(_ scalar: Unicode.Scalar) -> Bool {
+    guard scalar.isASCII else { return false }
+    if ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar) { return true }
+    return "!#$%&'*+-.^_`|~".unicodeScalars.contains(scalar)
+  }
+}

@@ -1,0 +1,236 @@
+/// A manifest, read and checked: every default applied, every `${VAR}` expanded.
+public struct Manifest: Sendable {
+  /// The manifest's path as the user gave it.
+  public var path: String
+  /// The folder relative paths in the manifest are resolved against.
+  public var directory: String
+  public var version: Int
+  public var sessions: [Session]
+  /// Values taken from the environment that must be masked wherever the manifest is echoed.
+  public var secrets: [Secret]
+
+  public init(path: String, directory: String, version: Int, sessions: [Session], secrets: [Secret]) {
+    self.path = path
+    self.directory = directory
+    self.version = version
+    self.sessions = sessions
+    self.secrets = secrets
+  }
+}
+
+/// A value that came from `${NAME}` in a place where it may be a credential.
+public struct Secret: Hashable, Sendable {
+  public var name: String
+  public var value: String
+}
+
+public enum SessionKind: String, CaseIterable, Sendable {
+  case `default`
+  case ephemeral
+  case background
+}
+
+public enum CachePolicy: String, CaseIterable, Sendable {
+  case `protocol`
+  case reload
+  case preferCache = "prefer-cache"
+  case onlyCache = "only-cache"
+}
+
+public struct Timeouts: Hashable, Sendable {
+  /// Idle limit for one attempt: no bytes moving for this long fails the attempt.
+  public var request: Interval
+  /// Budget for the whole task across attempts, resumes and runs; nil is unlimited.
+  public var resource: Interval?
+}
+
+public struct RetryPolicy: Hashable, Sendable {
+  /// Total tries; 1 means no retry.
+  public var attempts: Int
+  public var backoff: Interval
+  public var maxBackoff: Interval
+}
+
+public struct CacheSettings: Hashable, Sendable {
+  public var policy: CachePolicy
+  public var memory: Int64
+  public var disk: Int64
+}
+
+public struct NetworkSettings: Hashable, Sendable {
+  public var allowsCellular: Bool
+  public var allowsExpensive: Bool
+  public var allowsConstrained: Bool
+  public var waitsForConnectivity: Bool
+  public var discretionary: Bool
+  /// Local-time window (`01:00-05:00`) for discretionary tasks, in minutes after midnight.
+  public var window: TimeWindow?
+  public var maxConnectionsPerHost: Int
+  public var maxConcurrent: Int
+  /// Bytes per second for the whole session; nil is unlimited.
+  public var rateLimit: Int64?
+  public var cellularInterfaces: [String]
+  public var expensiveInterfaces: [String]
+  public var constrainedInterfaces: [String]
+}
+
+/// A daily window of local time; `end` may be before `start` (a window across midnight).
+public struct TimeWindow: Hashable, Sendable, CustomStringConvertible {
+  public var start: Int
+  public var end: Int
+
+  /// Parses `HH:MM-HH:MM`.
+  public static func parse(_ text: String) -> TimeWindow? {
+    let parts = text.trimmingSpaces.split(separator: "-", omittingEmptySubsequences: false)
+    guard parts.count == 2, let start = minutes(parts[0]), let end = minutes(parts[1]), start != end
+    else { return nil }
+    return TimeWindow(start: start, end: end)
+  }
+
+  private static func minutes(_ text: Substring) -> Int? {
+    let pieces = text.split(separator: ":", omittingEmptySubsequences: false)
+    guard pieces.count == 2, pieces[1].count == 2, let hours = Int(pieces[0]), let mins = Int(pieces[1]),
+      (0...24).contains(hours), (0..<60).contains(mins), hours * 60 + mins <= 24 * 60
+    else { return nil }
+    return hours * 60 + mins
+  }
+
+  /// Whether `minute` (minutes after local midnight) is inside the window.
+  public func contains(minute: Int) -> Bool {
+    start < end ? (minute >= start && minute < end) : (minute >= start || minute < end)
+  }
+
+  public var description: String {
+    func hhmm(_ m: Int) -> String {
+      let h = m / 60
+      let r = m % 60
+      return (h < 10 ? "0\(h)" : "\(h)") + ":" + (r < 10 ? "0\(r)" : "\(r)")
+    }
+    return "\(hhmm(start))-\(hhmm(end))"
+  }
+}
+
+/// One HTTP header as the manifest gives it.
+public struct Header: Hashable, Sendable {
+  public var name: String
+  public var value: String
+  public var mark: SourceMark
+
+  public init(name: String, value: String, mark: SourceMark) {
+    self.name = name
+    self.value = value
+    self.mark = mark
+  }
+}
+
+public struct Session: Sendable {
+  public var name: String
+  public var mark: SourceMark
+  public var kind: SessionKind
+  public var identifier: String?
+  /// Output root, relative to the manifest's folder (or absolute), normalized; "" is the folder itself.
+  public var dest: String
+  public var timeouts: Timeouts
+  public var retry: RetryPolicy
+  public var cache: CacheSettings
+  public var network: NetworkSettings
+  public var headers: [Header]
+  public var onFinished: String?
+  public var tasks: [TaskEntry]
+}
+
+public enum TaskKind: String, CaseIterable, Sendable {
+  case data
+  case download
+  case upload
+}
+
+public enum Priority: String, CaseIterable, Sendable, Comparable {
+  case high
+  case normal
+  case low
+
+  /// 0 for high, 2 for low: the order the scheduler serves them in.
+  public var rank: Int {
+    switch self {
+    case .high: return 0
+    case .normal: return 1
+    case .low: return 2
+    }
+  }
+
+  public static func < (lhs: Priority, rhs: Priority) -> Bool { lhs.rank < rhs.rank }
+}
+
+/// `become_download`: turn a data task into a download when the response matches.
+public struct BecomeDownload: Hashable, Sendable {
+  public var contentTypes: [String]
+  public var largerThan: Int64?
+}
+
+/// One field of a multipart form; a value starting with `@` names a file.
+public struct FormField: Hashable, Sendable {
+  public var name: String
+  public var value: String
+  /// The file, relative to the manifest's folder, when the value was `@path`.
+  public var file: String?
+}
+
+/// A reference in `after:`.
+public struct TaskReference: Hashable, Sendable {
+  public var id: String
+  public var mark: SourceMark
+}
+
+/// A `data:`, `download:` or `upload:` task.
+public struct TaskSpec: Sendable {
+  public var kind: TaskKind
+  public var mark: SourceMark
+  public var url: String
+  public var urlMark: SourceMark
+  public var id: String?
+  public var idMark: SourceMark?
+  /// Destination relative to the session's `dest`, as written.
+  public var to: String?
+  public var toMark: SourceMark?
+  public var method: String
+  public var headers: [Header]
+  public var body: String?
+  /// Paths relative to the manifest's folder.
+  public var bodyFile: String?
+  public var from: String?
+  public var form: [FormField]
+  public var sha256: String?
+  public var size: Int64?
+  public var priority: Priority
+  public var after: [TaskReference]
+  public var becomeDownload: BecomeDownload?
+}
+
+/// A `list:` entry: one task per line of a file of URLs.
+public struct ListSpec: Sendable {
+  public var mark: SourceMark
+  /// The list file, relative to the manifest's folder.
+  public var file: String
+  public var fileMark: SourceMark
+  public var kind: TaskKind
+  /// Folder, relative to the session's `dest`, that the lines' destinations are relative to.
+  public var to: String?
+  public var toMark: SourceMark?
+  public var method: String
+  public var headers: [Header]
+  public var priority: Priority
+  public var after: [TaskReference]
+}
+
+public enum TaskEntry: Sendable {
+  case task(TaskSpec)
+  case list(ListSpec)
+
+  public var mark: SourceMark {
+    switch self {
+    case .task(let spec): return spec.mark
+    case .list(let spec): return spec.mark
+    }
+  }
+}

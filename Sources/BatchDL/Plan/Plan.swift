@@ -1,0 +1,122 @@
+/// The identity of a request: the first 128 bits of the SHA-256 of its session kind, method,
+/// normalized URL, effective headers and body.
+public struct RequestKey: Hashable, Sendable, Comparable, CustomStringConvertible {
+  public var high: UInt64
+  public var low: UInt64
+
+  public init(high: UInt64, low: UInt64) {
+    self.high = high
+    self.low = low
+  }
+
+  /// 32 lower-case hexadecimal digits.
+  public var description: String { Self.hex(high) + Self.hex(low) }
+
+  /// The first 12 digits, enough to tell requests apart in a listing.
+  public var short: String { String(description.prefix(12)) }
+
+  private static func hex(_ value: UInt64) -> String {
+    let digits = String(value, radix: 16)
+    return String(repeating: "0", count: 16 - digits.count) + digits
+  }
+
+  public static func < (lhs: RequestKey, rhs: RequestKey) -> Bool {
+    (lhs.high, lhs.low) < (rhs.high, rhs.low)
+  }
+}
+
+/// Where a planned task was declared: a task entry of a session, and for `list:` entries the line.
+public struct TaskOrigin: Hashable, Sendable {
+  public var session: Int
+  public var entry: Int
+}
+
+/// One task after `list:` expansion.
+public struct PlannedTask: Sendable {
+  /// Index into `Manifest.sessions`.
+  public var session: Int32
+  /// Index into that session's `tasks`.
+  public var entry: Int32
+  /// Line in the `list:` file, or 0 for a task declared in the manifest.
+  public var line: Int32
+  public var kind: TaskKind
+  /// Index into `Plan.requests` (scheduled order).
+  public var request: Int32
+  /// The next task that shares this task's request, or -1.
+  public var nextSharing: Int32
+  /// In `Plan.text`; read with `Plan.id(of:)`.
+  public var id: TextRef
+  /// The URL as written, after `${VAR}` expansion; read with `Plan.url(of:)`.
+  public var url: TextRef
+  /// The destination relative to the manifest's folder (or absolute), or `.none` for a data task
+  /// without `to:`; read with `Plan.destination(of:)`.
+  public var to: TextRef
+}
+
+/// One request to send: the tasks that share it, in scheduled order.
+public struct PlannedRequest: Sendable {
+  public var key: RequestKey
+  public var method: String
+  /// The normalized URL, in `Plan.text` (secrets included: mask it with `Redactor.url` before
+  /// printing).
+  public var url: TextRef
+  /// Index into `Plan.hosts`.
+  public var host: Int32
+  /// The session of the first task that asked for this request; its settings apply.
+  public var session: Int32
+  public var priority: Priority
+  /// The first task in manifest order that asked for it.
+  public var firstTask: Int32
+  public var taskCount: Int32
+  /// Requests (indices into `Plan.requests`) that must complete first.
+  public var dependencies: [Int32]
+  /// The key that decides the shard: the smallest key of the requests joined to this one by `after:`.
+  public var shardKey: RequestKey
+}
+
+/// What `plan` and `run` work from: every task once, every request once, in the order to send them.
+public struct Plan: Sendable {
+  public var manifest: Manifest
+  /// Storage of the tasks' and requests' URLs, ids and destinations.
+  public var text: TextArena
+  /// Tasks in manifest order (list lines in file order).
+  public var tasks: [PlannedTask]
+  /// Requests in the order they were first asked for.
+  public var requests: [PlannedRequest]
+  /// Indices into `requests` in the order to send them: `after:` first, then priority, then
+  /// round-robin across hosts.
+  public var order: [Int32]
+  /// Host names with non-default ports, as per-host caps count them.
+  public var hosts: [String]
+  /// Tasks that repeated an earlier task exactly and were merged into it.
+  public var mergedDuplicates: Int
+  public var warnings: [Diagnostic]
+
+  /// The tasks sharing `request`, in manifest order.
+  public func tasks(of request: PlannedRequest) -> [PlannedTask] {
+    var result: [PlannedTask] = []
+    result.reserveCapacity(Int(request.taskCount))
+    var index = request.firstTask
+    while index >= 0 {
+      let task = tasks[Int(index)]
+      result.append(task)
+      index = task.nextSharing
+    }
+    return result
+  }
+
+  public func id(of task: PlannedTask) -> String { text.string(task.id) }
+  public func url(of task: PlannedTask) -> String { text.string(task.url) }
+  public func destination(of task: PlannedTask) -> String? { text.optionalString(task.to) }
+  public func url(of request: PlannedRequest) -> String { text.string(request.url) }
+
+  /// The declaration a task came from.
+  public func entry(of task: PlannedTask) -> TaskEntry {
+    manifest.sessions[Int(task.session)].tasks[Int(task.entry)]
+  }
+
+  /// The shard of `request` among `count` shards.
+  public func shard(of request: PlannedRequest, count: Int) -> Int {
+    Shard.bucket(for: request.shardKey, count: count)
+  }
+}

@@ -1,0 +1,659 @@
+import Crypto
+
+/// Expands `list:` files, normalizes URLs, deduplicates identical requests and orders them.
+///
+/// It checks everything that needs the whole task list: destinations written by two different
+/// requests, ids, `after:` references and cycles. It never touches the network.
+public struct Planner {
+  /// Problems reported per `list:` file before the rest are only counted.
+  public var maxProblemsPerList = 50
+
+  public init() {}
+
+  /// Plans `manifest`; `warnings` are carried into the plan alongside the planner's own.
+  public func plan(_ manifest: Manifest, warnings: [Diagnostic] = []) throws(ManifestError) -> Plan {
+    var builder = PlanBuilder(manifest: manifest, maxProblemsPerList: maxProblemsPerList)
+    builder.expandAll()
+    builder.checkIDs()
+    builder.resolveAfter()
+    builder.checkFolders()
+    let order = builder.diagnostics.hasErrors ? [] : builder.schedule()
+    builder.assignShardKeys()
+    var all = Diagnostics()
+    for warning in warnings { all.warning(warning.mark, warning.message) }
+    all.append(contentsOf: builder.diagnostics)
+    if all.hasErrors { throw ManifestError(diagnostics: all.sorted) }
+    return Plan(
+      manifest: manifest, text: builder.text, tasks: builder.tasks, requests: builder.requests, order: order,
+      hosts: builder.hosts, mergedDuplicates: builder.merged, warnings: all.sorted)
+  }
+}
+
+private struct PlanBuilder {
+  let manifest: Manifest
+  let maxProblemsPerList: Int
+  let normalizer = URLNormalizer()
+  let redactor: Redactor
+  var diagnostics = Diagnostics()
+  var text = TextArena()
+  var tasks: [PlannedTask] = []
+  var requests: [PlannedRequest] = []
+  var lastSharing: [Int32] = []
+  var requestIndex: [RequestKey: Int32] = [:]
+  /// FNV hash of a destination → task; `destinationOverflow` holds the rare second destination
+  /// whose hash collides with a different one.
+  var destinations: [UInt64: Int32] = [:]
+  var destinationOverflow: [String: Int32] = [:]
+  /// Explicit ids and the URL ids of data tasks without `to:`.
+  var namedIDs: [String: Int32] = [:]
+  var explicitIDs: [(task: Int32, mark: SourceMark)] = []
+  var hosts: [String] = []
+  var hostIndex: [String: Int32] = [:]
+  var afterRefs: [(task: Int32, refs: [TaskReference])] = []
+  var resolvedAfter: [Int32: [(task: Int32, ref: TaskReference)]] = [:]
+  var merged = 0
+
+  init(manifest: Manifest, maxProblemsPerList: Int) {
+    self.manifest = manifest
+    self.maxProblemsPerList = maxProblemsPerList
+    self.redactor = Redactor(secrets: manifest.secrets)
+  }
+
+  // MARK: - Expansion
+
+  /// What every task of one entry shares: the hash of everything but the URL, and where it lives.
+  struct EntryContext {
+    var session: Int32
+    var entry: Int32
+    var kind: TaskKind
+    var method: String
+    var priority: Priority
+    var prefix: SHA256
+  }
+
+  mutating func expandAll() {
+    for (sessionIndex, session) in manifest.sessions.enumerated() {
+      for (entryIndex, entry) in session.tasks.enumerated() {
+        switch entry {
+        case .task(let spec):
+          expand(spec, session: session, sessionIndex: sessionIndex, entryIndex: entryIndex)
+        case .list(let spec):
+          expand(spec, session: session, sessionIndex: sessionIndex, entryIndex: entryIndex)
+        }
+      }
+    }
+  }
+
+  func context(
+    session: Session, sessionIndex: Int, entryIndex: Int, kind: TaskKind, method: String, headers: [Header],
+    body: String, priority: Priority
+  ) -> EntryContext {
+    var effective = session.headers
+    for header in headers {
+      effective.removeAll { $0.name.lowercased() == header.name.lowercased() }
+      effective.append(header)
+    }
+    var hasher = SHA256()
+    hasher.update(data: Array("batchdl-request/1\n\(session.kind.rawValue)\n\(method)\n".utf8))
+    for header in effective.sorted(by: { $0.name.lowercased() < $1.name.lowercased() }) {
+      hasher.update(data: Array("\(header.name.lowercased()):\(header.value)\n".utf8))
+    }
+    hasher.update(data: Array("\nbody:\(body)\nurl:".utf8))
+    return EntryContext(
+      session: Int32(sessionIndex), entry: Int32(entryIndex), kind: kind, method: method, priority: priority,
+      prefix: hasher)
+  }
+
+  /// The body's part of the request identity: a digest of inline text, the resolved path of a file.
+  func bodyIdentity(_ spec: TaskSpec) -> String {
+    if let body = spec.body { return "text:" + SHA256.hash(data: Array(body.utf8)).hexString }
+    if let file = spec.bodyFile ?? spec.from { return "file:" + FileAccess.resolve(file, against: manifest.directory) }
+    if !spec.form.isEmpty {
+      var hasher = SHA256()
+      for field in spec.form {
+        let value = field.file.map { "@" + FileAccess.resolve($0, against: manifest.directory) } ?? field.value
+        hasher.update(data: Array("\(field.name)=\(value.utf8.count):\(value)\n".utf8))
+      }
+      return "form:" + hasher.finalize().hexString
+    }
+    return ""
+  }
+
+  mutating func expand(_ spec: TaskSpec, session: Session, sessionIndex: Int, entryIndex: Int) {
+    let context = context(
+      session: session, sessionIndex: sessionIndex, entryIndex: entryIndex, kind: spec.kind, method: spec.method,
+      headers: spec.headers, body: bodyIdentity(spec), priority: spec.priority)
+    let normalized: NormalizedURL
+    switch normalizer.normalize(spec.url) {
+    case .success(let value): normalized = value
+    case .failure(let problem):
+      diagnostics.error(spec.urlMark, problem.description)
+      return
+    }
+    // Where the file goes: `to:` (a trailing `/` names a folder), else the URL's last segment.
+    var destination: String?
+    let needsFile = spec.kind == .download || spec.to != nil || spec.becomeDownload != nil
+    if needsFile {
+      let mark = spec.toMark ?? spec.urlMark
+      destination = resolveDestination(
+        session: session, to: spec.to, isFolder: spec.to?.hasSuffix("/") ?? false, url: normalized, mark: mark)
+      if destination == nil { return }
+    }
+    let urlRef = text.append(spec.url)
+    let toRef = destination.map { text.append($0) } ?? .none
+    var idRef = toRef
+    if let id = spec.id {
+      idRef = text.append(id)
+    } else if destination == nil {
+      idRef = text.append(redactor.url(spec.url))
+    }
+    let task = add(
+      context: context, normalized: normalized, urlRef: urlRef, toRef: toRef, idRef: idRef, line: 0,
+      mark: spec.mark, explicitID: spec.id != nil)
+    if let task {
+      if spec.id != nil, let mark = spec.idMark { explicitIDs.append((task, mark)) }
+      if !spec.after.isEmpty { afterRefs.append((task, spec.after)) }
+    }
+  }
+
+  mutating func expand(_ spec: ListSpec, session: Session, sessionIndex: Int, entryIndex: Int) {
+    let path = FileAccess.resolve(spec.file, against: manifest.directory)
+    let display = path
+    var folder = ""
+    if let to = spec.to {
+      switch PathRules.normalize(to, allowAbsolute: false) {
+      case .success(let value): folder = value
+      case .failure(let problem):
+        diagnostics.error(spec.toMark ?? spec.fileMark, "to '\(to)' \(problem.message)")
+        return
+      }
+    }
+    let lineCount: Int
+    do {
+      lineCount = try Self.countLines(path)
+    } catch {
+      diagnostics.error(spec.fileMark, "cannot read the list file \(display): \(error.reason)")
+      return
+    }
+    tasks.reserveCapacity(tasks.count + lineCount)
+    requests.reserveCapacity(requests.count + lineCount)
+    lastSharing.reserveCapacity(requests.count + lineCount)
+    requestIndex.reserveCapacity(requests.count + lineCount)
+    destinations.reserveCapacity(destinations.count + lineCount)
+
+    let context = context(
+      session: session, sessionIndex: sessionIndex, entryIndex: entryIndex, kind: spec.kind, method: spec.method,
+      headers: spec.headers, body: "", priority: spec.priority)
+    var problems = 0
+    var lineNumber = 0
+    var mergedHere = 0
+    let mergedBefore = merged
+    do {
+      let reader = try LineReader(path: path)
+      try reader.forEachLine { bytes in
+        lineNumber += 1
+        let before = diagnostics.items.count
+        let problemsAllowed = problems < maxProblemsPerList
+        expandLine(
+          bytes, line: lineNumber, file: display, folder: folder, session: session, context: context,
+          after: spec.after, report: problemsAllowed)
+        if diagnostics.items.count > before || !problemsAllowed && lineHadProblem {
+          problems += 1
+        }
+        lineHadProblem = false
+      }
+    } catch {
+      diagnostics.error(spec.fileMark, "cannot read the list file \(display): \(error.reason)")
+      return
+    }
+    if problems > maxProblemsPerList {
+      diagnostics.error(
+        SourceMark(file: display, line: lineNumber, column: 1),
+        "\(problems - maxProblemsPerList) more lines of \(display) have problems (only the first \(maxProblemsPerList) are listed)")
+    }
+    mergedHere = merged - mergedBefore
+    if mergedHere > 0 {
+      diagnostics.warning(spec.fileMark, "\(mergedHere) lines of \(display) repeat an earlier task (same URL, same destination) and were merged")
+    }
+  }
+
+  var lineHadProblem = false
+
+  static func countLines(_ path: String) throws(SystemError) -> Int {
+    var count = 0
+    let reader = try LineReader(path: path)
+    try reader.forEachLine { _ in count += 1 }
+    return count
+  }
+
+  mutating func expandLine(
+    _ bytes: UnsafeBufferPointer<UInt8>, line: Int, file: String, folder: String, session: Session,
+    context: EntryContext, after: [TaskReference], report: Bool
+  ) {
+    func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
+    var start = 0
+    while start < bytes.count, isSpace(bytes[start]) { start += 1 }
+    if start == bytes.count || bytes[start] == 0x23 { return }  // blank or `#` comment
+    var end = start
+    while end < bytes.count, !isSpace(bytes[end]) { end += 1 }
+    var second = end
+    while second < bytes.count, isSpace(bytes[second]) { second += 1 }
+    var secondEnd = bytes.count
+    while secondEnd > second, isSpace(bytes[secondEnd - 1]) { secondEnd -= 1 }
+
+    let urlBytes = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[start..<end]))
+    let url = String(decoding: urlBytes, as: UTF8.self)
+    let mark = SourceMark(file: file, line: line, column: start + 1)
+    let normalized: NormalizedURL
+    switch normalizer.normalize(url) {
+    case .success(let value): normalized = value
+    case .failure(let problem):
+      lineHadProblem = true
+      if report { diagnostics.error(mark, problem.description) }
+      return
+    }
+    var to: String?
+    if second < secondEnd {
+      to = String(decoding: UnsafeBufferPointer(rebasing: bytes[second..<secondEnd]), as: UTF8.self)
+    }
+    let toMark = to == nil ? mark : SourceMark(file: file, line: line, column: second + 1)
+    let relative = to.map { PathRules.join(folder, $0) } ?? (folder.isEmpty ? nil : folder + "/")
+    let countBefore = diagnostics.items.count
+    guard
+      let destination = resolveDestination(
+        session: session, to: relative, isFolder: to == nil, url: normalized, mark: toMark, quiet: !report)
+    else {
+      lineHadProblem = true
+      _ = countBefore
+      return
+    }
+    let urlRef = normalized.text == url ? TextRef.none : text.append(urlBytes)
+    let toRef = text.append(destination)
+    let task = add(
+      context: context, normalized: normalized, urlRef: urlRef, toRef: toRef, idRef: toRef, line: Int32(line),
+      mark: mark, explicitID: false, quiet: !report)
+    if task == nil, diagnostics.items.count > countBefore { lineHadProblem = true }
+    if let task, !after.isEmpty { afterRefs.append((task, after)) }
+  }
+
+  /// The destination relative to the manifest's folder, or nil after reporting why there is none.
+  mutating func resolveDestination(
+    session: Session, to: String?, isFolder: Bool, url: NormalizedURL, mark: SourceMark, quiet: Bool = false
+  ) -> String? {
+    var relative = ""
+    if let to {
+      switch PathRules.normalize(to, allowAbsolute: false) {
+      case .success(let value): relative = value
+      case .failure(let problem):
+        if !quiet { diagnostics.error(mark, "to '\(to)' \(problem.message)") }
+        return nil
+      }
+    }
+    if to == nil || isFolder {
+      guard let name = url.fileName, name != ".", name != "..", !name.contains("/"), !name.utf8.contains(0) else {
+        if !quiet {
+          diagnostics.error(mark, "cannot name the file after the URL (it has no usable last path segment); add 'to:' with a file name")
+        }
+        return nil
+      }
+      relative = PathRules.join(relative, name)
+    }
+    if relative.isEmpty {
+      if !quiet { diagnostics.error(mark, "to '\(to ?? "")' names the session's dest folder itself, not a file inside it") }
+      return nil
+    }
+    return PathRules.join(session.dest, relative)
+  }
+
+  /// Adds a task, creating or sharing its request; returns nil when it merged into an earlier task
+  /// or conflicts with one (reported).
+  mutating func add(
+    context: EntryContext, normalized: NormalizedURL, urlRef: TextRef, toRef: TextRef, idRef: TextRef, line: Int32,
+    mark: SourceMark, explicitID: Bool, quiet: Bool = false
+  ) -> Int32? {
+    var hasher = context.prefix
+    var normalizedText = normalized.text
+    normalizedText.withUTF8 { hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+    let key = hasher.finalize().withUnsafeBytes { raw in
+      RequestKey(
+        high: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+        low: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+    }
+    let taskIndex = Int32(tasks.count)
+    let existingRequest = requestIndex[key]
+
+    // A destination (or, for data tasks without one, a URL id) names one task.
+    if !toRef.isNone || !explicitID {
+      let nameRef = toRef.isNone ? idRef : toRef
+      if let other = lookupDestination(nameRef, isDestination: !toRef.isNone) {
+        let previous = tasks[Int(other)]
+        let sameRequest = existingRequest != nil && previous.request == existingRequest
+        if sameRequest && !explicitID && previous.id == previous.to && previous.kind == context.kind {
+          merged += 1
+          if line == 0 {
+            diagnostics.warning(mark, "this task repeats the task at \(self.mark(of: previous)) (same request, same destination); it runs once")
+          }
+          return nil
+        }
+        if !quiet {
+          let name = redactor.text(text.string(nameRef))
+          if toRef.isNone {
+            diagnostics.error(mark, "two tasks have the id '\(name)' (also at \(self.mark(of: previous))); give one of them an 'id:'")
+          } else if sameRequest {
+            diagnostics.error(mark, "'\(name)' is already written by the task at \(self.mark(of: previous)); one request writes each destination once")
+          } else {
+            diagnostics.error(mark, "two different requests write '\(name)': this task and the one at \(self.mark(of: previous)); give one of them another 'to:'")
+          }
+        }
+        return nil
+      }
+      insertDestination(nameRef, task: taskIndex, isDestination: !toRef.isNone)
+    }
+
+    let requestNumber: Int32
+    if let existingRequest {
+      requestNumber = existingRequest
+      let last = lastSharing[Int(existingRequest)]
+      tasks[Int(last)].nextSharing = taskIndex
+      lastSharing[Int(existingRequest)] = taskIndex
+      requests[Int(existingRequest)].taskCount += 1
+      if context.priority < requests[Int(existingRequest)].priority {
+        requests[Int(existingRequest)].priority = context.priority
+      }
+    } else {
+      requestNumber = Int32(requests.count)
+      requestIndex[key] = requestNumber
+      let host = internHost(normalized.authority)
+      let requestURL = normalized.text == text.string(urlRef) && !urlRef.isNone ? urlRef : text.append(normalized.text)
+      requests.append(
+        PlannedRequest(
+          key: key, method: context.method, url: requestURL, host: host, session: context.session,
+          priority: context.priority, firstTask: taskIndex, taskCount: 1, dependencies: [], shardKey: key))
+      lastSharing.append(taskIndex)
+    }
+    let finalURL = urlRef.isNone ? requests[Int(requestNumber)].url : urlRef
+    tasks.append(
+      PlannedTask(
+        session: context.session, entry: context.entry, line: line, kind: context.kind, request: requestNumber,
+        nextSharing: -1, id: idRef, url: finalURL, to: toRef))
+    return taskIndex
+  }
+
+  mutating func internHost(_ authority: String) -> Int32 {
+    if let index = hostIndex[authority] { return index }
+    let index = Int32(hosts.count)
+    hosts.append(authority)
+    hostIndex[authority] = index
+    return index
+  }
+
+  func lookupDestination(_ ref: TextRef, isDestination: Bool) -> Int32? {
+    let value = text.string(ref)
+    if !isDestination { return namedIDs[value] }
+    if let task = destinations[text.hash(ref)] {
+      if text.string(tasks[Int(task)].to) == value { return task }
+      return destinationOverflow[value]
+    }
+    return nil
+  }
+
+  mutating func insertDestination(_ ref: TextRef, task: Int32, isDestination: Bool) {
+    let value = text.string(ref)
+    if !isDestination {
+      namedIDs[value] = task
+      return
+    }
+    let hash = text.hash(ref)
+    if destinations[hash] == nil {
+      destinations[hash] = task
+    } else {
+      destinationOverflow[value] = task
+    }
+  }
+
+  func mark(of task: PlannedTask) -> SourceMark {
+    let entry = manifest.sessions[Int(task.session)].tasks[Int(task.entry)]
+    switch entry {
+    case .task(let spec): return spec.mark
+    case .list(let spec):
+      return SourceMark(file: FileAccess.resolve(spec.file, against: manifest.directory), line: Int(task.line), column: 1)
+    }
+  }
+
+  // MARK: - Ids and after
+
+  /// The task an id names: an explicit or URL id, else a destination used as a default id.
+  func task(withID id: String) -> Int32? {
+    if let task = namedIDs[id] { return task }
+    var id = id
+    let hash = id.withUTF8 { TextArena.hash(UnsafeRawBufferPointer($0)) }
+    if let task = destinations[hash], text.string(tasks[Int(task)].id) == id { return task }
+    if let task = destinationOverflow[id], text.string(tasks[Int(task)].id) == id { return task }
+    return nil
+  }
+
+  mutating func checkIDs() {
+    for (task, mark) in explicitIDs {
+      let id = text.string(tasks[Int(task)].id)
+      if let other = self.task(withID: id), other != task {
+        diagnostics.error(mark, "two tasks have the id '\(redactor.text(id))' (also at \(self.mark(of: tasks[Int(other)]))); ids must be unique")
+        continue
+      }
+      namedIDs[id] = task
+    }
+  }
+
+  mutating func resolveAfter() {
+    let smallPlan = tasks.count <= 10_000
+    for (task, refs) in afterRefs {
+      var resolved: [(task: Int32, ref: TaskReference)] = []
+      for ref in refs {
+        guard let target = self.task(withID: ref.id) else {
+          var hint = ""
+          if smallPlan {
+            hint = Suggestions.hint(for: ref.id, in: tasks.map { text.string($0.id) })
+          }
+          diagnostics.error(ref.mark, "after: no task has the id '\(redactor.text(ref.id))'\(hint)")
+          continue
+        }
+        if target == task {
+          diagnostics.error(ref.mark, "a task cannot wait for itself")
+          continue
+        }
+        resolved.append((target, ref))
+      }
+      resolvedAfter[task] = resolved
+    }
+    reportCycles()
+    for (task, targets) in resolvedAfter {
+      let request = tasks[Int(task)].request
+      for target in targets {
+        let dependency = tasks[Int(target.task)].request
+        if dependency != request && !requests[Int(request)].dependencies.contains(dependency) {
+          requests[Int(request)].dependencies.append(dependency)
+        }
+      }
+    }
+  }
+
+  /// Reports each cycle of `after:` once, naming the ids around it.
+  mutating func reportCycles() {
+    enum Color { case visiting, done }
+    var color: [Int32: Color] = [:]
+    for start in resolvedAfter.keys.sorted() where color[start] == nil {
+      var stack: [(task: Int32, next: Int)] = [(start, 0)]
+      color[start] = .visiting
+      while let top = stack.last {
+        let edges = resolvedAfter[top.task] ?? []
+        if top.next >= edges.count {
+          color[top.task] = .done
+          stack.removeLast()
+          continue
+        }
+        stack[stack.count - 1].next += 1
+        let edge = edges[top.next]
+        switch color[edge.task] {
+        case .visiting:
+          guard let begin = stack.firstIndex(where: { $0.task == edge.task }) else { continue }
+          let cycle = stack[begin...].map { redactor.text(text.string(tasks[Int($0.task)].id)) }
+          let path = (cycle + [cycle[0]]).joined(separator: " → ")
+          diagnostics.error(edge.ref.mark, "cycle in after: \(path); remove one of these references")
+        case .done:
+          continue
+        case nil:
+          color[edge.task] = .visiting
+          stack.append((edge.task, 0))
+        }
+      }
+    }
+  }
+
+  /// A destination that is also a folder of another destination cannot be written.
+  mutating func checkFolders() {
+    var seen = Set<Substring>()
+    var folders: [(folder: String, task: Int32)] = []
+    for (index, task) in tasks.enumerated() where !task.to.isNone {
+      let path = text.string(task.to)
+      var current = Substring(path)
+      while let slash = current.lastIndex(of: "/") {
+        current = current[..<slash]
+        if current.isEmpty || !seen.insert(current).inserted { break }
+        folders.append((String(current), Int32(index)))
+      }
+    }
+    for (folder, child) in folders {
+      var copy = folder
+      let hash = copy.withUTF8 { TextArena.hash(UnsafeRawBufferPointer($0)) }
+      let owner = destinations[hash].flatMap { text.string(tasks[Int($0)].to) == folder ? $0 : nil } ?? destinationOverflow[folder]
+      if let owner {
+        diagnostics.error(
+          mark(of: tasks[Int(owner)]),
+          "'\(folder)' is a file here but a folder for the task at \(mark(of: tasks[Int(child)])); rename one of them")
+      }
+    }
+  }
+
+  // MARK: - Scheduling
+
+  /// Kahn's algorithm over `after:`; among ready requests, higher priority first, then round-robin
+  /// across hosts so that one host's thousand files do not starve another's ten.
+  mutating func schedule() -> [Int32] {
+    let count = requests.count
+    var indegree = [Int32](repeating: 0, count: count)
+    var dependents: [Int32: [Int32]] = [:]
+    for (index, request) in requests.enumerated() where !request.dependencies.isEmpty {
+      indegree[index] = Int32(request.dependencies.count)
+      for dependency in request.dependencies { dependents[dependency, default: []].append(Int32(index)) }
+    }
+    var queues = [HostRoundRobin](repeating: HostRoundRobin(), count: 3)
+    for (index, request) in requests.enumerated() where indegree[index] == 0 {
+      queues[request.priority.rank].push(Int32(index), host: request.host)
+    }
+    var order: [Int32] = []
+    order.reserveCapacity(count)
+    while true {
+      guard let rank = queues.firstIndex(where: { !$0.isEmpty }), let next = queues[rank].pop() else { break }
+      order.append(next)
+      for dependent in dependents[next] ?? [] {
+        indegree[Int(dependent)] -= 1
+        if indegree[Int(dependent)] == 0 {
+          let request = requests[Int(dependent)]
+          queues[request.priority.rank].push(dependent, host: request.host)
+        }
+      }
+    }
+    if order.count < count, let stuck = indegree.firstIndex(where: { $0 > 0 }) {
+      let task = tasks[Int(requests[stuck].firstTask)]
+      diagnostics.error(
+        mark(of: task),
+        "after: requests wait for each other through tasks that share them (task '\(redactor.text(text.string(task.id)))'); remove one of the references")
+    }
+    return order
+  }
+
+  /// Requests joined by `after:` share a shard: the smallest key among them decides it.
+  mutating func assignShardKeys() {
+    guard requests.contains(where: { !$0.dependencies.isEmpty }) else { return }
+    var parent = Array(0..<Int32(requests.count))
+    func find(_ x: Int32) -> Int32 {
+      var root = x
+      while parent[Int(root)] != root { root = parent[Int(root)] }
+      var node = x
+      while parent[Int(node)] != root {
+        let next = parent[Int(node)]
+        parent[Int(node)] = root
+        node = next
+      }
+      return root
+    }
+    for (index, request) in requests.enumerated() {
+      for dependency in request.dependencies {
+        let a = find(Int32(index))
+        let b = find(dependency)
+        if a != b { parent[Int(a)] = b }
+      }
+    }
+    var smallest: [Int32: RequestKey] = [:]
+    for index in requests.indices {
+      let root = find(Int32(index))
+      let key = requests[index].key
+      if let current = smallest[root], current <= key { continue }
+      smallest[root] = key
+    }
+    for index in requests.indices {
+      if let key = smallest[find(Int32(index))] { requests[index].shardKey = key }
+    }
+  }
+}
+
+/// Ready requests of one priority: one FIFO per host, hosts served in turn.
+private struct HostRoundRobin {
+  var perHost: [Int32: [Int32]] = [:]
+  var heads: [Int32: Int] = [:]
+  var rotation: [Int32] = []
+  var rotationHead = 0
+
+  var isEmpty: Bool { rotationHead >= rotation.count }
+
+  mutating func push(_ request: Int32, host: Int32) {
+    let queued = perHost[host, default: []].count - heads[host, default: 0]
+    perHost[host, default: []].append(request)
+    if queued == 0 { rotation.append(host) }
+  }
+
+  mutating func pop() -> Int32? {
+    guard rotationHead < rotation.count else { return nil }
+    let host = rotation[rotationHead]
+    rotationHead += 1
+    let head = heads[host, default: 0]
+    guard let queue = perHost[host], head < queue.count else { return nil }
+    heads[host] = head + 1
+    if head + 1 < queue.count {
+      rotation.append(host)
+    } else {
+      perHost[host] = []
+      heads[host] = 0
+    }
+    if rotationHead > 4096 && rotationHead * 2 > rotation.count {
+      rotation.removeFirst(rotationHead)
+      rotationHead = 0
+    }
+    return queue[head]
+  }
+}
+
+extension Sequence where Element == UInt8 {
+  var hexString: String {
+    let digits = Array("0123456789abcdef".utf8)
+    var out: [UInt8] = []
+    for byte in self {
+      out.append(digits[Int(byte >> 4)])
+      out.append(digits[Int(byte & 0xF)])
+    }
+    return String(decoding: out, as: UTF8.self)
+  }
+}
+
+extension Digest {
+  var hexString: String { Array(self).hexString }
+}

@@ -1,0 +1,52 @@
+/// `--shard I/N`: which part of a plan one machine runs.
+public struct Shard: Hashable, Sendable, CustomStringConvertible {
+  public var index: Int
+  public var count: Int
+
+  public init(index: Int, count: Int) {
+    self.index = index
+    self.count = count
+  }
+
+  public struct Problem: Error, CustomStringConvertible {
+    public var description: String
+  }
+
+  /// Parses `I/N` with 0 ≤ I < N.
+  public static func parse(_ text: String) -> Result<Shard, Problem> {
+    let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+    guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]) else {
+      return .failure(Problem(description: "'\(text)' is not a shard: write I/N, e.g. 0/4 for the first of four"))
+    }
+    guard count >= 1, count <= 1_000_000 else {
+      return .failure(Problem(description: "shard count \(count) must be from 1 to 1000000"))
+    }
+    guard index >= 0, index < count else {
+      return .failure(Problem(description: "shard index \(index) must be from 0 to \(count - 1) for \(count) shards"))
+    }
+    return .success(Shard(index: index, count: count))
+  }
+
+  public var description: String { "\(index)/\(count)" }
+
+  /// Jump consistent hash (Lamping and Veach): a key keeps its bucket when other keys come and go,
+  /// and moves only when it must when the count grows.
+  public static func bucket(for key: RequestKey, count: Int) -> Int {
+    guard count > 1 else { return 0 }
+    var state = key.high ^ key.low
+    var bucket: Int64 = -1
+    var next: Int64 = 0
+    while next < Int64(count) {
+      bucket = next
+      state = state &* 2_862_933_555_777_941_757 &+ 1
+      let divisor = Double((state >> 33) &+ 1)
+      next = Int64(Double(bucket &+ 1) * (Double(Int64(1) << 31) / divisor))
+    }
+    return Int(bucket)
+  }
+
+  /// Whether `request` belongs to this shard.
+  public func contains(_ request: PlannedRequest) -> Bool {
+    Shard.bucket(for: request.shardKey, count: count) == index
+  }
+}

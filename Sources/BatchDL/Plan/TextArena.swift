@@ -1,0 +1,87 @@
+/// A reference to text stored in a `TextArena`.
+public struct TextRef: Hashable, Sendable {
+  let chunk: UInt32
+  let offset: UInt32
+  let length: UInt32
+
+  /// No text (an absent optional value).
+  public static let none = TextRef(chunk: .max, offset: 0, length: 0)
+
+  public var isNone: Bool { chunk == .max }
+}
+
+/// Append-only UTF-8 storage for the many short strings of a large plan (URLs and destinations of
+/// a million-line `list:`), without a heap object per string. Chunks never move once written, so
+/// growth never copies what is already stored.
+public struct TextArena: Sendable {
+  private static let chunkSize = 1 << 22
+  private var chunks: [[UInt8]] = []
+
+  public init() {}
+
+  /// Stores `text` and returns its reference.
+  public mutating func append(_ text: String) -> TextRef {
+    var text = text
+    return text.withUTF8 { append(UnsafeRawBufferPointer($0)) }
+  }
+
+  /// Stores `bytes` (UTF-8) and returns its reference.
+  public mutating func append(_ bytes: UnsafeRawBufferPointer) -> TextRef {
+    let count = bytes.count
+    if chunks.isEmpty || chunks[chunks.count - 1].count + count > max(Self.chunkSize, chunks[chunks.count - 1].capacity) {
+      var chunk: [UInt8] = []
+      chunk.reserveCapacity(max(Self.chunkSize, count))
+      chunks.append(chunk)
+    }
+    let index = chunks.count - 1
+    let offset = chunks[index].count
+    chunks[index].append(contentsOf: bytes)
+    return TextRef(chunk: UInt32(index), offset: UInt32(offset), length: UInt32(count))
+  }
+
+  /// The text `ref` names; "" for `.none`.
+  public func string(_ ref: TextRef) -> String {
+    guard !ref.isNone else { return "" }
+    return chunks[Int(ref.chunk)].withUnsafeBufferPointer { buffer in
+      String(decoding: UnsafeBufferPointer(rebasing: buffer[Int(ref.offset)..<Int(ref.offset + ref.length)]), as: UTF8.self)
+    }
+  }
+
+  /// The text `ref` names, or nil for `.none`.
+  public func optionalString(_ ref: TextRef) -> String? {
+    ref.isNone ? nil : string(ref)
+  }
+
+  /// Whether the stored text equals `text`, without making a String.
+  public func equals(_ ref: TextRef, _ text: UnsafeRawBufferPointer) -> Bool {
+    guard !ref.isNone, Int(ref.length) == text.count else { return false }
+    return chunks[Int(ref.chunk)].withUnsafeBytes { buffer in
+      memcmpEqual(buffer.baseAddress.map { $0 + Int(ref.offset) }, text.baseAddress, text.count)
+    }
+  }
+
+  /// A 64-bit FNV-1a hash of the stored bytes.
+  public func hash(_ ref: TextRef) -> UInt64 {
+    guard !ref.isNone else { return 0 }
+    return chunks[Int(ref.chunk)].withUnsafeBytes { buffer in
+      Self.hash(UnsafeRawBufferPointer(rebasing: buffer[Int(ref.offset)..<Int(ref.offset + ref.length)]))
+    }
+  }
+
+  public static func hash(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+    var value: UInt64 = 0xcbf2_9ce4_8422_2325
+    for byte in bytes {
+      value = (value ^ UInt64(byte)) &* 0x100_0000_01b3
+    }
+    return value
+  }
+}
+
+private func memcmpEqual(_ a: UnsafeRawPointer?, _ b: UnsafeRawPointer?, _ count: Int) -> Bool {
+  guard count > 0 else { return true }
+  guard let a, let b else { return false }
+  for index in 0..<count where a.load(fromByteOffset: index, as: UInt8.self) != b.load(fromByteOffset: index, as: UInt8.self) {
+    return false
+  }
+  return true
+}

@@ -1,0 +1,166 @@
+import CCurl
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A URL parsed by libcurl's URL API and put in a canonical form.
+public struct NormalizedURL: Hashable, Sendable {
+  /// Scheme and host lower-cased, default port and fragment dropped, dot segments removed,
+  /// percent-encoding normalized (unreserved characters decoded, hex digits upper-case, other
+  /// unsafe bytes encoded).
+  public var text: String
+  public var scheme: String
+  /// The host, lower-cased, with a non-default port (`example.org:8080`): what per-host limits count.
+  public var authority: String
+  /// The last path segment, percent-decoded: the default file name of a download.
+  public var fileName: String?
+}
+
+/// Parses and normalizes URLs with one reusable `CURLU` handle. Not thread-safe.
+public final class URLNormalizer {
+  public struct Problem: Error, CustomStringConvertible {
+    public var description: String
+  }
+
+  private let handle: OpaquePointer
+
+  public init() {
+    // curl_url() only fails when out of memory.
+    guard let handle = curl_url() else { fatalError("libcurl could not allocate a URL handle") }
+    self.handle = handle
+  }
+
+  deinit {
+    curl_url_cleanup(handle)
+  }
+
+  /// Normalizes an http or https URL.
+  public func normalize(_ url: String) -> Result<NormalizedURL, Problem> {
+    if url.isEmpty { return .failure(Problem(description: "the URL is empty")) }
+    if url.utf8.contains(where: { $0 == 0x20 || $0 == 0x09 || $0 < 0x20 }) {
+      return .failure(Problem(description: "the URL contains spaces or control characters; percent-encode them (%20)"))
+    }
+    let code = curl_url_set(handle, CURLUPART_URL, url, 0)
+    guard code == CURLUE_OK else {
+      let lowered = url.lowercased()
+      if !lowered.hasPrefix("http://") && !lowered.hasPrefix("https://") && !lowered.contains("://") {
+        return .failure(Problem(description: "'\(Redactor.stripUserInfo(url))' is not a URL: write it in full, starting with https:// or http://"))
+      }
+      return .failure(Problem(description: "'\(Redactor.stripUserInfo(url))' is not a valid URL: \(String(cString: curl_url_strerror(code)))"))
+    }
+    let scheme = (part(CURLUPART_SCHEME) ?? "").lowercased()
+    guard scheme == "http" || scheme == "https" else {
+      return .failure(Problem(description: "only http and https URLs are allowed, not \(scheme):"))
+    }
+    guard let rawHost = part(CURLUPART_HOST), !rawHost.isEmpty else {
+      return .failure(Problem(description: "the URL has no host"))
+    }
+    let host = rawHost.lowercased()
+    var authority = host
+    if let port = part(CURLUPART_PORT, flags: ccurl_u_no_default_port) {
+      authority += ":" + port
+    }
+    var text = scheme + "://"
+    if let user = part(CURLUPART_USER) {
+      text += Self.normalizePercent(user)
+      if let password = part(CURLUPART_PASSWORD) { text += ":" + Self.normalizePercent(password) }
+      text += "@"
+    }
+    text += authority
+    let path = Self.normalizePercent(part(CURLUPART_PATH) ?? "/")
+    text += path.isEmpty ? "/" : path
+    if let query = part(CURLUPART_QUERY) {
+      text += "?" + Self.normalizePercent(query)
+    }
+    var fileName: String?
+    if let slash = path.lastIndex(of: "/") {
+      let segment = String(path[path.index(after: slash)...])
+      if !segment.isEmpty { fileName = Self.percentDecode(segment) }
+    }
+    return .success(NormalizedURL(text: text, scheme: scheme, authority: authority, fileName: fileName))
+  }
+
+  private func part(_ which: CURLUPart, flags: UInt32 = 0) -> String? {
+    var value: UnsafeMutablePointer<CChar>?
+    guard curl_url_get(handle, which, &value, flags) == CURLUE_OK, let value else { return nil }
+    defer { curl_free(value) }
+    return String(cString: value)
+  }
+
+  private static let hexDigits = Array("0123456789ABCDEF".utf8)
+
+  private static func isUnreserved(_ byte: UInt8) -> Bool {
+    (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
+      || byte == 0x2D || byte == 0x2E || byte == 0x5F || byte == 0x7E
+  }
+
+  /// Bytes that may appear literally in a path or query.
+  private static func isAllowedLiteral(_ byte: UInt8) -> Bool {
+    if byte <= 0x20 || byte >= 0x7F { return false }
+    switch byte {
+    case 0x22, 0x3C, 0x3E, 0x5C, 0x5E, 0x60, 0x7B, 0x7C, 0x7D: return false  // " < > \ ^ ` { | }
+    default: return true
+    }
+  }
+
+  private static func hexValue(_ byte: UInt8) -> UInt8? {
+    switch byte {
+    case 0x30...0x39: return byte - 0x30
+    case 0x41...0x46: return byte - 0x41 + 10
+    case 0x61...0x66: return byte - 0x61 + 10
+    default: return nil
+    }
+  }
+
+  /// Decodes `%XX` of unreserved characters, upper-cases the rest, encodes unsafe bytes.
+  static func normalizePercent(_ text: String) -> String {
+    let bytes = Array(text.utf8)
+    if !bytes.contains(where: { $0 == 0x25 || !isAllowedLiteral($0) }) { return text }
+    var out: [UInt8] = []
+    out.reserveCapacity(bytes.count + 8)
+    var index = 0
+    while index < bytes.count {
+      let byte = bytes[index]
+      if byte == 0x25, index + 2 < bytes.count, let high = hexValue(bytes[index + 1]),
+        let low = hexValue(bytes[index + 2])
+      {
+        let decoded = high << 4 | low
+        if isUnreserved(decoded) {
+          out.append(decoded)
+        } else {
+          out.append(contentsOf: [0x25, hexDigits[Int(high)], hexDigits[Int(low)]])
+        }
+        index += 3
+        continue
+      }
+      if byte == 0x25 || !isAllowedLiteral(byte) {
+        out.append(contentsOf: [0x25, hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0xF)]])
+      } else {
+        out.append(byte)
+      }
+      index += 1
+    }
+    return String(decoding: out, as: UTF8.self)
+  }
+
+  /// Decodes every `%XX`.
+  static func percentDecode(_ text: String) -> String {
+    guard text.utf8.contains(0x25) else { return text }
+    let bytes = Array(text.utf8)
+    var out: [UInt8] = []
+    var index = 0
+    while index < bytes.count {
+      if bytes[index] == 0x25, index + 2 < bytes.count, let high = hexValue(bytes[index + 1]),
+        let low = hexValue(bytes[index + 2])
+      {
+        out.append(high << 4 | low)
+        index += 3
+      } else {
+        out.append(bytes[index])
+        index += 1
+      }
+    }
+    return String(decoding: out, as: UTF8.self)
+  }
+}
