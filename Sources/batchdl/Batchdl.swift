@@ -1,7 +1,43 @@
 import ArgumentParser
 import BatchDL
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 @main
 struct Batchdl: ParsableCommand {
-  static let configuration = CommandConfiguration(abstract: "batchdl")
+  static let configuration = CommandConfiguration(
+    commandName: "batchdl",
+    abstract: "A scriptable batch downloader driven by a YAML manifest.",
+    discussion: """
+      Declare sessions and their data, download and upload tasks in a manifest, check it with \
+      'validate', see what would be sent with 'plan'.
+
+      Exit codes: 0 every task completed, unchanged or deferred; 1 a task failed; 2 invalid \
+      manifest or usage; 3 interrupted by a signal; 4 another run holds the state folder's lock.
+
+      Example:
+        batchdl validate mirror.yaml
+        batchdl plan mirror.yaml --json
+      """,
+    version: BatchDLVersion.current,
+    subcommands: [ValidateCommand.self, PlanCommand.self]
+  )
+
+  /// Usage errors exit 2, as MANIFEST.md says (argument-parser's default is 64).
+  static func main() {
+    do {
+      var command = try parseAsRoot()
+      try command.run()
+    } catch {
+      let code = exitCode(for: error)
+      if code == .validationFailure {
+        var stderr = StandardError()
+        stderr.write(fullMessage(for: error) + "\n")
+        Glibc.exit(ExitStatus.invalid.rawValue)
+      }
+      exit(withError: error)
+    }
+  }
 }

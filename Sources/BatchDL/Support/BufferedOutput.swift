@@ -1,0 +1,50 @@
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// Buffered writes to a file descriptor (stdout by default), for output of a million lines.
+public final class BufferedOutput: TextOutputStream {
+  private let descriptor: Int32
+  private var buffer: [UInt8] = []
+  private let limit = 1 << 16
+
+  public init(descriptor: Int32 = 1) {
+    self.descriptor = descriptor
+    buffer.reserveCapacity(limit + 4096)
+  }
+
+  deinit {
+    flush()
+  }
+
+  public func write(_ string: String) {
+    buffer.append(contentsOf: string.utf8)
+    if buffer.count >= limit { flush() }
+  }
+
+  /// Writes out what is buffered; a closed pipe (`batchdl plan | head`) ends quietly.
+  public func flush() {
+    var offset = 0
+    while offset < buffer.count {
+      let written = buffer.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+      if written < 0 {
+        if errno == EINTR { continue }
+        break
+      }
+      offset += written
+    }
+    buffer.removeAll(keepingCapacity: true)
+  }
+}
+
+/// Standard error, unbuffered, for diagnostics.
+public struct StandardError: TextOutputStream {
+  public init() {}
+
+  public mutating func write(_ string: String) {
+    var bytes = Array(string.utf8)
+    _ = bytes.withUnsafeMutableBytes { Glibc.write(2, $0.baseAddress, $0.count) }
+  }
+}

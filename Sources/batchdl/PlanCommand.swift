@@ -1,0 +1,56 @@
+import ArgumentParser
+import BatchDL
+
+struct PlanCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "plan",
+    abstract: "Print what 'run' would send, in order, without sending anything.",
+    discussion: """
+      Lists each request once with the tasks that share it, its position in the order \
+      ('after:' first, then priority, then round-robin across hosts) and, with --shards or \
+      --shard, its shard.
+
+      Example:
+        batchdl plan mirror.yaml
+        batchdl plan mirror.yaml --shard 1/4 --json
+      """
+  )
+
+  @Argument(help: "The manifest.")
+  var manifest: String
+
+  @Flag(help: "Print JSON (format batchdl-plan/1) instead of text.")
+  var json = false
+
+  @Option(help: ArgumentHelp("List only this shard's requests (I from 0 to N-1).", valueName: "I/N"))
+  var shard: String?
+
+  @Option(help: "Show each request's shard among N shards.")
+  var shards: Int?
+
+  func validate() throws {
+    if let shard, case .failure(let problem) = Shard.parse(shard) { throw ValidationError(problem.description) }
+    if let shards, shards < 1 { throw ValidationError("--shards must be at least 1") }
+  }
+
+  func run() throws {
+    var stderr = StandardError()
+    let plan: Plan
+    do {
+      plan = try ManifestCheck.plan(path: manifest)
+    } catch {
+      ManifestCheck.report(error.diagnostics, for: manifest, to: &stderr)
+      throw ExitCode(ExitStatus.invalid.rawValue)
+    }
+    ManifestCheck.report(plan.warnings, for: manifest, to: &stderr)
+    let selected = shard.flatMap { try? Shard.parse($0).get() }
+    let listing = PlanListing(plan: plan, shard: selected, shardCount: shards)
+    var out = BufferedOutput()
+    if json {
+      listing.writeJSON(to: &out)
+    } else {
+      listing.writeText(to: &out)
+    }
+    out.flush()
+  }
+}
