@@ -8,7 +8,7 @@ public final class TemporaryDirectory: @unchecked Sendable {
   public init() {
     let template = NSTemporaryDirectory() + "batchdl-test-XXXXXX"
     var bytes = Array(template.utf8CString)
-    let made = bytes.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress) }
+    let made = bytes.withUnsafeMutableBufferPointer { buffer in buffer.baseAddress.flatMap { mkdtemp($0) } }
     path = made.map { String(cString: $0) } ?? (NSTemporaryDirectory() + "batchdl-test-\(UUID().uuidString)")
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
   }
@@ -23,7 +23,7 @@ public final class TemporaryDirectory: @unchecked Sendable {
     let file = path + "/" + name
     try? FileManager.default.createDirectory(
       atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-    FileManager.default.createFile(atPath: file, contents: Data(contents.utf8))
+    _ = FileManager.default.createFile(atPath: file, contents: Data(contents.utf8))
     return file
   }
 
