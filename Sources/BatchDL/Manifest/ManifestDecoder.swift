@@ -118,6 +118,8 @@ struct ManifestDecoder {
         guard let written = string(value, what: "dest", expand: .plain) else { continue }
         switch PathRules.normalize(written, allowAbsolute: true) {
         case .success(let path): result.dest = path
+        case .failure(let problem) where problem.climbsOut:
+          diagnostics.error(value.mark, "dest '\(written)' climbs out of the manifest's folder with '..'; write an absolute path to put outputs elsewhere")
         case .failure(let problem): diagnostics.error(value.mark, "dest '\(written)' \(problem.message)")
         }
       case "timeouts":
@@ -200,6 +202,10 @@ struct ManifestDecoder {
     var identifier: String?
     if let idNode = node["identifier"] {
       identifier = string(idNode, what: "identifier")
+      if identifier?.isEmpty == true {
+        diagnostics.error(idNode.mark, "identifier must not be empty: it names the session's detached worker and its state")
+        identifier = nil
+      }
       if kind != .background {
         diagnostics.error(idNode.mark, "identifier is only for background sessions; remove it or set 'kind: background'")
       }
@@ -241,7 +247,9 @@ struct ManifestDecoder {
           if let entry = task(item, kind: kind) { tasks.append(entry) }
         }
         if items.isEmpty { diagnostics.warning(tasksNode.mark, "session '\(name)' has no tasks") }
-      } else if !tasksNode.isNull {
+      } else if tasksNode.isNull {
+        diagnostics.warning(tasksNode.mark, "session '\(name)' has no tasks")
+      } else {
         diagnostics.error(tasksNode.mark, "tasks must be a list (each item starting with '- '), found \(tasksNode.kindName)")
       }
     } else {
@@ -270,9 +278,15 @@ struct ManifestDecoder {
     guard let entries = mapping(node, what: "a task") else { return nil }
     let kindKeys = entries.filter { Self.taskKindKeys.contains($0.key.scalar ?? "") }
     guard let kindEntry = kindKeys.first, let kindName = kindEntry.key.scalar else {
-      let hint = entries.first.flatMap { $0.key.scalar }.map { Suggestions.hint(for: $0, in: Self.taskKindKeys) } ?? ""
-      diagnostics.error(node.mark, "a task starts with one of data:, download:, upload: or list: followed by its URL (or list file)\(hint)")
-      checkKeys(entries, known: Self.taskKeys, in: "a task")
+      // An unknown first key is where the kind belongs: this message is its only report.
+      var others = entries
+      var found = ""
+      if let first = entries.first?.key.scalar, !Self.taskKeys.contains(first) {
+        others.removeFirst()
+        found = ", not '\(first):'" + Suggestions.hint(for: first, in: Self.taskKindKeys)
+      }
+      diagnostics.error(node.mark, "a task starts with one of data:, download:, upload: or list: followed by its URL (or list file)\(found)")
+      checkKeys(others, known: Self.taskKeys, in: "a task")
       return nil
     }
     for extra in kindKeys.dropFirst() {
@@ -300,6 +314,7 @@ struct ManifestDecoder {
       case "to":
         spec.to = string(value, what: "to", expand: .plain)
         spec.toMark = value.mark
+        checkDestination(spec.to, at: value.mark)
       case "method":
         method = self.method(value)
       case "headers":
@@ -317,6 +332,8 @@ struct ManifestDecoder {
           let lowered = text.lowercased()
           if lowered.count == 64, lowered.unicodeScalars.allSatisfy({ ("0"..."9").contains($0) || ("a"..."f").contains($0) }) {
             spec.sha256 = lowered
+          } else if let bad = lowered.first(where: { !$0.isHexDigit }) {
+            diagnostics.error(value.mark, "sha256 must be 64 hexadecimal digits (0-9, a-f), found '\(bad)'")
           } else {
             diagnostics.error(value.mark, "sha256 must be 64 hexadecimal digits, found \(text.count) characters")
           }
@@ -339,13 +356,14 @@ struct ManifestDecoder {
 
     switch kind {
     case .upload:
-      let sources = [spec.from != nil, !spec.form.isEmpty || node["form"] != nil, spec.body != nil, spec.bodyFile != nil]
+      // Counted by key, so that a source whose value has a problem is not also reported missing.
+      let sources = ["from", "form", "body", "body_file"].map { node[$0] != nil }
       if sources.filter({ $0 }).isEmpty {
         diagnostics.error(kindEntry.key.mark, "an upload needs what to send: 'from:' (a file), 'form:' (multipart fields), 'body:' or 'body_file:'")
       } else if sources.filter({ $0 }).count > 1 {
         diagnostics.error(kindEntry.key.mark, "an upload sends one of 'from:', 'form:', 'body:' or 'body_file:', not several")
       }
-      if sessionKind == .background && spec.from == nil && sources.contains(true) {
+      if sessionKind == .background && node["from"] == nil && sources.contains(true) {
         diagnostics.error(kindEntry.key.mark, "background sessions upload files only ('from:'), as URLSession does: a detached worker must be able to reread the body")
       }
       spec.method = method ?? (spec.from != nil ? "PUT" : "POST")
@@ -390,6 +408,7 @@ struct ManifestDecoder {
       case "to":
         spec.to = string(value, what: "to", expand: .plain)
         spec.toMark = value.mark
+        checkDestination(spec.to, at: value.mark)
       case "method":
         spec.method = method(value) ?? "GET"
       case "headers":
@@ -403,6 +422,12 @@ struct ManifestDecoder {
       }
     }
     return .list(spec)
+  }
+
+  /// Reports a `to:` that is absolute or climbs out of the session's dest.
+  mutating func checkDestination(_ to: String?, at mark: SourceMark) {
+    guard let to, case .failure(let problem) = PathRules.normalize(to, allowAbsolute: false) else { return }
+    diagnostics.error(mark, "to '\(to)' \(problem.message)")
   }
 
   mutating func method(_ node: YAMLNode) -> String? {
@@ -424,7 +449,10 @@ struct ManifestDecoder {
         continue
       }
       if let duplicate = result.first(where: { $0.name.lowercased() == name.lowercased() }) {
-        diagnostics.error(key.mark, "header '\(name)' is given twice (also at line \(duplicate.mark.line)); header names ignore case")
+        // The same spelling twice is a duplicate key, which the parser reports.
+        if duplicate.name != name {
+          diagnostics.error(key.mark, "header '\(name)' is given twice (also at line \(duplicate.mark.line)); header names ignore case")
+        }
         continue
       }
       guard let text = string(value, what: "header '\(name)'", expand: .secret) else { continue }
@@ -498,7 +526,7 @@ struct ManifestDecoder {
   }
 
   mutating func string(_ node: YAMLNode, what: String, expand: Expansion = .none) -> String? {
-    guard case .scalar(let text, let plain) = node.content, !node.isNull else {
+    guard case .scalar(let text, _) = node.content, !node.isNull else {
       diagnostics.error(node.mark, "\(what) must be a string, found \(node.kindName)")
       return nil
     }
@@ -510,9 +538,7 @@ struct ManifestDecoder {
       }
       return result.text
     case .failure(let problem):
-      let singleLine = !text.contains("\n")
-      let offset = singleLine ? problem.offset + (plain ? 0 : 1) : 0
-      diagnostics.error(node.mark.advanced(by: offset), problem.message)
+      diagnostics.error(node.mark.advanced(by: node.sourceColumns(to: problem.offset)), problem.message)
       return nil
     }
   }

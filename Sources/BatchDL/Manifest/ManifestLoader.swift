@@ -9,34 +9,54 @@ public enum ManifestLoader {
   public static func load(
     path: String, environment: [String: String] = ProcessInfo.processInfo.environment
   ) throws(ManifestError) -> (manifest: Manifest, warnings: [Diagnostic]) {
-    let start = SourceMark(file: path, line: 1, column: 1)
-    let bytes: [UInt8]
-    do {
-      bytes = try FileAccess.readAll(path)
-    } catch {
-      throw ManifestError(diagnostics: [Diagnostic(.error, at: start, "cannot read the manifest: \(error.reason)")])
-    }
-    return try parse(bytes, path: path, environment: environment)
+    try checked(read(path: path, environment: environment))
   }
 
   /// Checks manifest text that claims to come from `path` (used by `load` and by tests).
   public static func parse(
     _ bytes: [UInt8], path: String, environment: [String: String]
   ) throws(ManifestError) -> (manifest: Manifest, warnings: [Diagnostic]) {
+    try checked(read(bytes, path: path, environment: environment))
+  }
+
+  /// Reads `path` as far as it can: the manifest (nil when the YAML itself is unusable) with the
+  /// problems found so far, so that the planner can add its own to the same report.
+  public static func read(
+    path: String, environment: [String: String] = ProcessInfo.processInfo.environment
+  ) -> (manifest: Manifest?, diagnostics: [Diagnostic]) {
+    do {
+      return read(try FileAccess.readAll(path), path: path, environment: environment)
+    } catch {
+      let start = SourceMark(file: path, line: 1, column: 1)
+      return (nil, [Diagnostic(.error, at: start, "cannot read the manifest: \(error.reason)")])
+    }
+  }
+
+  /// `read(path:environment:)` for text already in memory.
+  public static func read(
+    _ bytes: [UInt8], path: String, environment: [String: String]
+  ) -> (manifest: Manifest?, diagnostics: [Diagnostic]) {
     var diagnostics = Diagnostics()
-    let start = SourceMark(file: path, line: 1, column: 1)
-    guard let root = YAMLParser().parse(bytes, file: path, diagnostics: &diagnostics) else {
+    let root = YAMLParser().parse(bytes, file: path, diagnostics: &diagnostics)
+    guard let root, !root.isNull else {
       if !diagnostics.hasErrors {
-        diagnostics.error(start, "the manifest is empty: it needs 'version: 1' and 'sessions:'")
+        diagnostics.error(
+          SourceMark(file: path, line: 1, column: 1), "the manifest is empty: it needs 'version: 1' and 'sessions:'")
       }
-      throw ManifestError(diagnostics: diagnostics.sorted)
+      return (nil, diagnostics.sorted)
     }
     var decoder = ManifestDecoder(file: path, environment: environment)
     let manifest = decoder.decode(root, path: path, directory: FileAccess.directory(of: path))
     diagnostics.append(contentsOf: decoder.diagnostics)
-    guard let manifest, !diagnostics.hasErrors else {
-      throw ManifestError(diagnostics: diagnostics.sorted)
-    }
     return (manifest, diagnostics.sorted)
+  }
+
+  private static func checked(
+    _ result: (manifest: Manifest?, diagnostics: [Diagnostic])
+  ) throws(ManifestError) -> (manifest: Manifest, warnings: [Diagnostic]) {
+    guard let manifest = result.manifest, !result.diagnostics.contains(where: { $0.severity == .error }) else {
+      throw ManifestError(diagnostics: result.diagnostics)
+    }
+    return (manifest, result.diagnostics)
   }
 }

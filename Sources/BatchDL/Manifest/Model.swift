@@ -88,7 +88,7 @@ public struct TimeWindow: Hashable, Sendable, CustomStringConvertible {
   }
 
   private static func minutes(_ text: Substring) -> Int? {
-    let pieces = text.split(separator: ":", omittingEmptySubsequences: false)
+    let pieces = String(text).trimmingSpaces.split(separator: ":", omittingEmptySubsequences: false)
     guard pieces.count == 2, pieces[1].count == 2, let hours = Int(pieces[0]), let mins = Int(pieces[1]),
       (0...24).contains(hours), (0..<60).contains(mins), hours * 60 + mins <= 24 * 60
     else { return nil }

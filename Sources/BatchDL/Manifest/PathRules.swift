@@ -2,6 +2,8 @@
 public enum PathRules {
   public struct Problem: Error {
     public var message: String
+    /// True when the path climbs above its start with `..`.
+    public var climbsOut = false
   }
 
   /// Removes `.` and empty segments and resolves `..` lexically; a trailing `/` is dropped.
@@ -11,6 +13,7 @@ public enum PathRules {
   public static func normalize(_ path: String, allowAbsolute: Bool) -> Result<String, Problem> {
     if path.isEmpty { return .failure(Problem(message: "is empty")) }
     if path.utf8.contains(0) { return .failure(Problem(message: "contains a NUL byte")) }
+    if isPlainRelative(path) { return .success(path) }
     let absolute = path.hasPrefix("/")
     if absolute && !allowAbsolute {
       return .failure(Problem(message: "is absolute; write a path relative to the session's dest"))
@@ -22,7 +25,8 @@ public enum PathRules {
       case "..":
         if parts.isEmpty {
           if absolute { continue }
-          return .failure(Problem(message: "climbs out of its folder with '..'; keep destinations inside the session's dest"))
+          return .failure(
+            Problem(message: "climbs out of its folder with '..'; keep destinations inside the session's dest", climbsOut: true))
         }
         parts.removeLast()
       default:
@@ -31,6 +35,24 @@ public enum PathRules {
     }
     let joined = parts.joined(separator: "/")
     return .success(absolute ? "/" + joined : joined)
+  }
+
+  /// True when `path` is relative and has no empty, `.` or `..` segment and no trailing `/`: it is
+  /// already normalized (the common case, checked without splitting).
+  static func isPlainRelative(_ path: String) -> Bool {
+    var segmentLength = 0
+    var dots = 0
+    for byte in path.utf8 {
+      if byte == 0x2F {
+        if segmentLength == 0 || segmentLength == dots { return false }
+        segmentLength = 0
+        dots = 0
+      } else {
+        segmentLength += 1
+        if byte == 0x2E { dots += 1 }
+      }
+    }
+    return segmentLength > 0 && !(segmentLength == dots && dots <= 2)
   }
 
   /// `base` and `relative` joined; `relative` must already be normalized and relative.

@@ -55,7 +55,7 @@ public struct Interval: Hashable, Comparable, Sendable, CustomStringConvertible 
     let trimmed = text.trimmingSpaces
     if let seconds = Int64(trimmed), seconds >= 0 { return .seconds(seconds) }
     for unit in units where trimmed.hasSuffix(unit.suffix) {
-      let number = String(trimmed.dropLast(unit.suffix.count))
+      let number = String(trimmed.dropLast(unit.suffix.count)).trimmingSpaces
       if unit.suffix == "m" && number.hasSuffix("m") { continue }
       if let whole = Int64(number), whole >= 0 {
         let (product, overflow) = whole.multipliedReportingOverflow(by: unit.factor)

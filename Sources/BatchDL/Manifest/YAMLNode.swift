@@ -16,11 +16,38 @@ public final class YAMLNode {
   public let content: Content
   public let mark: SourceMark
   public let weight: Int
+  /// A scalar as written (quotes and escapes included) when it holds `${` and sits on one line: what
+  /// maps a position in its text back to a column.
+  public let source: String?
 
-  init(_ content: Content, mark: SourceMark, weight: Int) {
+  init(_ content: Content, mark: SourceMark, weight: Int, source: String? = nil) {
     self.content = content
     self.mark = mark
     self.weight = weight
+    self.source = source
+  }
+
+  /// Columns from the node's mark to character `offset` of its scalar text: exact for scalars on one
+  /// line (escapes in quoted ones counted as written), 0 when it spans lines.
+  public func sourceColumns(to offset: Int) -> Int {
+    guard let source = source.map(Array.init), let quote = source.first else { return 0 }
+    guard quote == "\"" || quote == "'" else { return offset }
+    var index = 1
+    for _ in 0..<offset where index < source.count {
+      if quote == "\"", source[index] == "\\", index + 1 < source.count {
+        switch source[index + 1] {
+        case "x": index += 4
+        case "u": index += 6
+        case "U": index += 10
+        default: index += 2
+        }
+      } else if quote == "'", source[index] == "'" {
+        index += 2
+      } else {
+        index += 1
+      }
+    }
+    return index
   }
 
   /// The scalar's text, if this is a scalar.

@@ -39,7 +39,7 @@ public struct YAMLParser {
 
   /// Parses `bytes`, naming positions after `file`. Returns nil when nothing usable was read.
   public func parse(_ bytes: [UInt8], file: String, diagnostics: inout Diagnostics) -> YAMLNode? {
-    var state = State(file: file, limits: self)
+    var state = State(file: file, limits: self, bytes: bytes)
     var parser = yaml_parser_t()
     guard yaml_parser_initialize(&parser) != 0 else {
       diagnostics.error(SourceMark(file: file, line: 1, column: 1), "out of memory reading YAML")
@@ -61,6 +61,9 @@ public struct YAMLParser {
   private struct State {
     let file: String
     let limits: YAMLParser
+    let bytes: [UInt8]
+    /// Where each line starts in `bytes`, built the first time a scalar's source is needed.
+    var lineStarts: [Int] = []
     var diagnostics = Diagnostics()
     var stack: [Frame] = []
     var anchors: [String: YAMLNode] = [:]
@@ -68,9 +71,28 @@ public struct YAMLParser {
     var documents = 0
     var root: YAMLNode?
 
-    init(file: String, limits: YAMLParser) {
+    init(file: String, limits: YAMLParser, bytes: [UInt8]) {
       self.file = file
       self.limits = limits
+      self.bytes = bytes
+    }
+
+    /// The text between two marks on the same line as written, or nil when it cannot be told.
+    mutating func source(from start: yaml_mark_t, to end: yaml_mark_t) -> String? {
+      guard start.line == end.line, start.column <= end.column else { return nil }
+      if lineStarts.isEmpty {
+        lineStarts = [0]
+        for (index, byte) in bytes.enumerated() where byte == 0x0A { lineStarts.append(index + 1) }
+      }
+      let line = Int(start.line)
+      guard line < lineStarts.count else { return nil }
+      let lineEnd = line + 1 < lineStarts.count ? lineStarts[line + 1] : bytes.count
+      var scalars = Substring(String(decoding: bytes[lineStarts[line]..<lineEnd], as: UTF8.self)).unicodeScalars
+      if line == 0, scalars.first == "\u{FEFF}" { scalars = scalars.dropFirst() }
+      let from = Int(start.column)
+      let count = Int(end.column) - from
+      guard from + count <= scalars.count else { return nil }
+      return String(String.UnicodeScalarView(scalars.dropFirst(from).prefix(count)))
     }
 
     func mark(_ m: yaml_mark_t) -> SourceMark {
@@ -108,7 +130,12 @@ public struct YAMLParser {
           let plain =
             scalar.style == YAML_PLAIN_SCALAR_STYLE
             && tag != "tag:yaml.org,2002:str"
-          let node = YAMLNode(.scalar(value, plain: plain), mark: start, weight: 1)
+          // Expansion problems point into the scalar: keep its source when it may have one.
+          var source = value.contains("${") ? self.source(from: event.start_mark, to: event.end_mark) : nil
+          if let written = source, scalar.style == YAML_PLAIN_SCALAR_STYLE ? written != value : written.first != written.last {
+            source = nil
+          }
+          let node = YAMLNode(.scalar(value, plain: plain), mark: start, weight: 1, source: source)
           if let anchor = Self.text(scalar.anchor) { anchors[anchor] = node }
           try add(node)
         case YAML_ALIAS_EVENT:

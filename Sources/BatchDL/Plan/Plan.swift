@@ -70,7 +70,8 @@ public struct PlannedRequest: Sendable {
   public var taskCount: Int32
   /// Requests (indices into `Plan.requests`) that must complete first.
   public var dependencies: [Int32]
-  /// The key that decides the shard: the smallest key of the requests joined to this one by `after:`.
+  /// The key that decides the shard: the smallest key of the requests joined to this one by `after:`
+  /// that wait for nothing themselves.
   public var shardKey: RequestKey
 }
 

@@ -10,9 +10,12 @@ public struct Planner {
 
   public init() {}
 
-  /// Plans `manifest`; `warnings` are carried into the plan alongside the planner's own.
+  /// Plans `manifest`; `warnings` (the loader's diagnostics) are carried into the plan or the error
+  /// alongside the planner's own. When they hold errors, the manifest is partial (tasks with
+  /// problems were left out), so references to unknown ids are not reported again.
   public func plan(_ manifest: Manifest, warnings: [Diagnostic] = []) throws(ManifestError) -> Plan {
     var builder = PlanBuilder(manifest: manifest, maxProblemsPerList: maxProblemsPerList)
+    builder.partial = warnings.contains { $0.severity == .error }
     builder.expandAll()
     builder.checkIDs()
     builder.resolveAfter()
@@ -20,7 +23,13 @@ public struct Planner {
     let order = builder.diagnostics.hasErrors ? [] : builder.schedule()
     builder.assignShardKeys()
     var all = Diagnostics()
-    for warning in warnings { all.warning(warning.mark, warning.message) }
+    for diagnostic in warnings {
+      if diagnostic.severity == .error {
+        all.error(diagnostic.mark, diagnostic.message)
+      } else {
+        all.warning(diagnostic.mark, diagnostic.message)
+      }
+    }
     all.append(contentsOf: builder.diagnostics)
     if all.hasErrors { throw ManifestError(diagnostics: all.sorted) }
     return Plan(
@@ -39,11 +48,10 @@ private struct PlanBuilder {
   var tasks: [PlannedTask] = []
   var requests: [PlannedRequest] = []
   var lastSharing: [Int32] = []
-  var requestIndex: [RequestKey: Int32] = [:]
-  /// FNV hash of a destination → task; `destinationOverflow` holds the rare second destination
-  /// whose hash collides with a different one.
-  var destinations: [UInt64: Int32] = [:]
-  var destinationOverflow: [String: Int32] = [:]
+  /// Requests by key.
+  var requestIndex = IndexTable()
+  /// Tasks by destination.
+  var destinations = IndexTable()
   /// Explicit ids and the URL ids of data tasks without `to:`.
   var namedIDs: [String: Int32] = [:]
   var explicitIDs: [(task: Int32, mark: SourceMark)] = []
@@ -52,6 +60,8 @@ private struct PlanBuilder {
   var afterRefs: [(task: Int32, refs: [TaskReference])] = []
   var resolvedAfter: [Int32: [(task: Int32, ref: TaskReference)]] = [:]
   var merged = 0
+  /// The manifest had errors already: some tasks are missing, so unknown ids are expected.
+  var partial = false
 
   init(manifest: Manifest, maxProblemsPerList: Int) {
     self.manifest = manifest
@@ -178,8 +188,8 @@ private struct PlanBuilder {
     tasks.reserveCapacity(tasks.count + lineCount)
     requests.reserveCapacity(requests.count + lineCount)
     lastSharing.reserveCapacity(requests.count + lineCount)
-    requestIndex.reserveCapacity(requests.count + lineCount)
-    destinations.reserveCapacity(destinations.count + lineCount)
+    requestIndex.reserve(requests.count + lineCount) { [requests] in requests[Int($0)].key.low }
+    destinations.reserve(destinations.count + lineCount) { [text, tasks] in text.hash(tasks[Int($0)].to) }
 
     let context = context(
       session: session, sessionIndex: sessionIndex, entryIndex: entryIndex, kind: spec.kind, method: spec.method,
@@ -213,7 +223,9 @@ private struct PlanBuilder {
     }
     mergedHere = merged - mergedBefore
     if mergedHere > 0 {
-      diagnostics.warning(spec.fileMark, "\(mergedHere) lines of \(display) repeat an earlier task (same URL, same destination) and were merged")
+      let what = mergedHere == 1 ? "1 line of \(display) repeats" : "\(mergedHere) lines of \(display) repeat"
+      let merged = mergedHere == 1 ? "was" : "were"
+      diagnostics.warning(spec.fileMark, "\(what) an earlier task (same URL, same destination) and \(merged) merged")
     }
   }
 
@@ -231,7 +243,9 @@ private struct PlanBuilder {
     context: EntryContext, after: [TaskReference], report: Bool
   ) {
     func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
-    var start = 0
+    // A UTF-8 byte order mark (Windows editors write one) is not part of the first URL.
+    let bom = line == 1 && bytes.count >= 3 && bytes[0] == 0xEF && bytes[1] == 0xBB && bytes[2] == 0xBF ? 3 : 0
+    var start = bom
     while start < bytes.count, isSpace(bytes[start]) { start += 1 }
     if start == bytes.count || bytes[start] == 0x23 { return }  // blank or `#` comment
     var end = start
@@ -243,7 +257,7 @@ private struct PlanBuilder {
 
     let urlBytes = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[start..<end]))
     let url = String(decoding: urlBytes, as: UTF8.self)
-    let mark = SourceMark(file: file, line: line, column: start + 1)
+    let mark = SourceMark(file: file, line: line, column: start + 1 - bom)
     let normalized: NormalizedURL
     switch normalizer.normalize(url) {
     case .success(let value): normalized = value
@@ -256,12 +270,16 @@ private struct PlanBuilder {
     if second < secondEnd {
       to = String(decoding: UnsafeBufferPointer(rebasing: bytes[second..<secondEnd]), as: UTF8.self)
     }
-    let toMark = to == nil ? mark : SourceMark(file: file, line: line, column: second + 1)
-    let relative = to.map { PathRules.join(folder, $0) } ?? (folder.isEmpty ? nil : folder + "/")
+    let toMark = to == nil ? mark : SourceMark(file: file, line: line, column: second + 1 - bom)
+    // An absolute second column stays absolute (and is rejected) rather than landing under `to:`;
+    // a trailing `/` names a folder, as in the manifest.
+    let relative =
+      to.map { $0.hasPrefix("/") ? $0 : PathRules.join(folder, $0) } ?? (folder.isEmpty ? nil : folder + "/")
+    let isFolder = to.map { $0.hasSuffix("/") } ?? true
     let countBefore = diagnostics.items.count
     guard
       let destination = resolveDestination(
-        session: session, to: relative, isFolder: to == nil, url: normalized, mark: toMark, quiet: !report)
+        session: session, to: relative, isFolder: isFolder, url: normalized, mark: toMark, quiet: !report)
     else {
       lineHadProblem = true
       _ = countBefore
@@ -290,7 +308,7 @@ private struct PlanBuilder {
       }
     }
     if to == nil || isFolder {
-      guard let name = url.fileName, name != ".", name != "..", !name.contains("/"), !name.utf8.contains(0) else {
+      guard let name = url.fileName, name != ".", name != "..", !name.utf8.contains(0x2F), !name.utf8.contains(0) else {
         if !quiet {
           diagnostics.error(mark, "cannot name the file after the URL (it has no usable last path segment); add 'to:' with a file name")
         }
@@ -305,8 +323,9 @@ private struct PlanBuilder {
     return PathRules.join(session.dest, relative)
   }
 
-  /// Adds a task, creating or sharing its request; returns nil when it merged into an earlier task
-  /// or conflicts with one (reported).
+  /// Adds a task, creating or sharing its request. Returns the new task, or the earlier task an exact
+  /// repeat merged into (so that the repeat's `after:` and priority still apply), or nil when it
+  /// conflicts with an earlier task (reported unless `quiet`).
   mutating func add(
     context: EntryContext, normalized: NormalizedURL, urlRef: TextRef, toRef: TextRef, idRef: TextRef, line: Int32,
     mark: SourceMark, explicitID: Bool, quiet: Bool = false
@@ -320,7 +339,7 @@ private struct PlanBuilder {
         low: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
     }
     let taskIndex = Int32(tasks.count)
-    let existingRequest = requestIndex[key]
+    let existingRequest = requestIndex.find(hash: key.low) { [requests] in requests[Int($0)].key == key }
 
     // A destination (or, for data tasks without one, a URL id) names one task.
     if !toRef.isNone || !explicitID {
@@ -328,14 +347,22 @@ private struct PlanBuilder {
       if let other = lookupDestination(nameRef, isDestination: !toRef.isNone) {
         let previous = tasks[Int(other)]
         let sameRequest = existingRequest != nil && previous.request == existingRequest
-        if sameRequest && !explicitID && previous.id == previous.to && previous.kind == context.kind {
+        // Both with default ids: a destination, or the URL of a data task without `to:` (only those are
+        // in `namedIDs` before `checkIDs`).
+        let defaultIDs = !explicitID && (toRef.isNone || previous.id == previous.to)
+        if sameRequest && defaultIDs && previous.kind == context.kind {
           merged += 1
+          if context.priority < requests[Int(previous.request)].priority {
+            requests[Int(previous.request)].priority = context.priority
+          }
           if line == 0 {
             diagnostics.warning(mark, "this task repeats the task at \(self.mark(of: previous)) (same request, same destination); it runs once")
           }
-          return nil
+          return other
         }
-        if !quiet {
+        if quiet {
+          lineHadProblem = true
+        } else {
           let name = redactor.text(text.string(nameRef))
           if toRef.isNone {
             diagnostics.error(mark, "two tasks have the id '\(name)' (also at \(self.mark(of: previous))); give one of them an 'id:'")
@@ -362,9 +389,9 @@ private struct PlanBuilder {
       }
     } else {
       requestNumber = Int32(requests.count)
-      requestIndex[key] = requestNumber
+      requestIndex.insert(requestNumber, hash: key.low) { [requests] in requests[Int($0)].key.low }
       let host = internHost(normalized.authority)
-      let requestURL = normalized.text == text.string(urlRef) && !urlRef.isNone ? urlRef : text.append(normalized.text)
+      let requestURL = text.equals(urlRef, normalized.text) ? urlRef : text.append(normalized.text)
       requests.append(
         PlannedRequest(
           key: key, method: context.method, url: requestURL, host: host, session: context.session,
@@ -388,27 +415,23 @@ private struct PlanBuilder {
   }
 
   func lookupDestination(_ ref: TextRef, isDestination: Bool) -> Int32? {
-    let value = text.string(ref)
-    if !isDestination { return namedIDs[value] }
-    if let task = destinations[text.hash(ref)] {
-      if text.string(tasks[Int(task)].to) == value { return task }
-      return destinationOverflow[value]
-    }
-    return nil
+    if !isDestination { return namedIDs[text.string(ref)] }
+    return destinations.find(hash: text.hash(ref)) { [text, tasks] in text.equals(tasks[Int($0)].to, ref) }
   }
 
   mutating func insertDestination(_ ref: TextRef, task: Int32, isDestination: Bool) {
-    let value = text.string(ref)
     if !isDestination {
-      namedIDs[value] = task
+      namedIDs[text.string(ref)] = task
       return
     }
-    let hash = text.hash(ref)
-    if destinations[hash] == nil {
-      destinations[hash] = task
-    } else {
-      destinationOverflow[value] = task
-    }
+    destinations.insert(task, hash: text.hash(ref)) { [text, tasks] in text.hash(tasks[Int($0)].to) }
+  }
+
+  /// The task whose destination is `path`.
+  func task(withDestination path: String) -> Int32? {
+    var path = path
+    let hash = path.withUTF8 { TextArena.hash(UnsafeRawBufferPointer($0)) }
+    return destinations.find(hash: hash) { [text, tasks] in text.equals(tasks[Int($0)].to, path) }
   }
 
   func mark(of task: PlannedTask) -> SourceMark {
@@ -425,10 +448,7 @@ private struct PlanBuilder {
   /// The task an id names: an explicit or URL id, else a destination used as a default id.
   func task(withID id: String) -> Int32? {
     if let task = namedIDs[id] { return task }
-    var id = id
-    let hash = id.withUTF8 { TextArena.hash(UnsafeRawBufferPointer($0)) }
-    if let task = destinations[hash], text.string(tasks[Int(task)].id) == id { return task }
-    if let task = destinationOverflow[id], text.string(tasks[Int(task)].id) == id { return task }
+    if let task = task(withDestination: id), text.equals(tasks[Int(task)].id, id) { return task }
     return nil
   }
 
@@ -449,6 +469,7 @@ private struct PlanBuilder {
       var resolved: [(task: Int32, ref: TaskReference)] = []
       for ref in refs {
         guard let target = self.task(withID: ref.id) else {
+          if partial { continue }
           var hint = ""
           if smallPlan {
             hint = Suggestions.hint(for: ref.id, in: tasks.map { text.string($0.id) })
@@ -462,7 +483,7 @@ private struct PlanBuilder {
         }
         resolved.append((target, ref))
       }
-      resolvedAfter[task] = resolved
+      resolvedAfter[task, default: []].append(contentsOf: resolved)
     }
     reportCycles()
     for (task, targets) in resolvedAfter {
@@ -510,22 +531,26 @@ private struct PlanBuilder {
 
   /// A destination that is also a folder of another destination cannot be written.
   mutating func checkFolders() {
-    var seen = Set<Substring>()
+    var seen = Set<String>()
     var folders: [(folder: String, task: Int32)] = []
+    var previousParent: [UInt8] = []
     for (index, task) in tasks.enumerated() where !task.to.isNone {
-      let path = text.string(task.to)
-      var current = Substring(path)
-      while let slash = current.lastIndex(of: "/") {
-        current = current[..<slash]
-        if current.isEmpty || !seen.insert(current).inserted { break }
-        folders.append((String(current), Int32(index)))
+      text.withBytes(task.to) { bytes in
+        guard var end = bytes.lastIndex(of: 0x2F) else { return }
+        // Consecutive tasks usually share a folder: skip the set when this one repeats the last.
+        if bytes.count > 0, end == previousParent.count, bytes.prefix(end).elementsEqual(previousParent) { return }
+        previousParent = Array(bytes.prefix(end))
+        while end > 0 {
+          let folder = String(decoding: bytes.prefix(end), as: UTF8.self)
+          if !seen.insert(folder).inserted { break }
+          folders.append((folder, Int32(index)))
+          guard let next = bytes.prefix(end).lastIndex(of: 0x2F) else { break }
+          end = next
+        }
       }
     }
     for (folder, child) in folders {
-      var copy = folder
-      let hash = copy.withUTF8 { TextArena.hash(UnsafeRawBufferPointer($0)) }
-      let owner = destinations[hash].flatMap { text.string(tasks[Int($0)].to) == folder ? $0 : nil } ?? destinationOverflow[folder]
-      if let owner {
+      if let owner = task(withDestination: folder) {
         diagnostics.error(
           mark(of: tasks[Int(owner)]),
           "'\(folder)' is a file here but a folder for the task at \(mark(of: tasks[Int(child)])); rename one of them")
@@ -571,7 +596,8 @@ private struct PlanBuilder {
     return order
   }
 
-  /// Requests joined by `after:` share a shard: the smallest key among them decides it.
+  /// Requests joined by `after:` share a shard: the smallest key among those of them that wait for
+  /// nothing decides it, so that adding a task `after:` existing ones never moves them.
   mutating func assignShardKeys() {
     guard requests.contains(where: { !$0.dependencies.isEmpty }) else { return }
     var parent = Array(0..<Int32(requests.count))
@@ -593,15 +619,18 @@ private struct PlanBuilder {
         if a != b { parent[Int(a)] = b }
       }
     }
-    var smallest: [Int32: RequestKey] = [:]
+    // Every group without a cycle has a request that waits for nothing; a cycle is an error anyway.
+    var smallest: [Int32: (key: RequestKey, waits: Bool)] = [:]
     for index in requests.indices {
       let root = find(Int32(index))
-      let key = requests[index].key
-      if let current = smallest[root], current <= key { continue }
-      smallest[root] = key
+      let candidate = (key: requests[index].key, waits: !requests[index].dependencies.isEmpty)
+      if let current = smallest[root], current.waits == candidate.waits ? current.key <= candidate.key : !current.waits {
+        continue
+      }
+      smallest[root] = candidate
     }
     for index in requests.indices {
-      if let key = smallest[find(Int32(index))] { requests[index].shardKey = key }
+      if let key = smallest[find(Int32(index))]?.key { requests[index].shardKey = key }
     }
   }
 }

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// A reference to text stored in a `TextArena`.
 public struct TextRef: Hashable, Sendable {
   let chunk: UInt32
@@ -60,6 +64,27 @@ public struct TextArena: Sendable {
     }
   }
 
+  /// Calls `body` with the stored bytes of `ref` (empty for `.none`).
+  public func withBytes<R>(_ ref: TextRef, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+    guard !ref.isNone else { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+    return chunks[Int(ref.chunk)].withUnsafeBytes { buffer in
+      body(UnsafeRawBufferPointer(rebasing: buffer[Int(ref.offset)..<Int(ref.offset + ref.length)]))
+    }
+  }
+
+  /// Whether two references hold the same text.
+  public func equals(_ a: TextRef, _ b: TextRef) -> Bool {
+    if a == b { return true }
+    if a.isNone || b.isNone || a.length != b.length { return false }
+    return withBytes(a) { equals(b, $0) }
+  }
+
+  /// Whether the stored text equals `text`.
+  public func equals(_ ref: TextRef, _ text: String) -> Bool {
+    var text = text
+    return text.withUTF8 { equals(ref, UnsafeRawBufferPointer($0)) }
+  }
+
   /// A 64-bit FNV-1a hash of the stored bytes.
   public func hash(_ ref: TextRef) -> UInt64 {
     guard !ref.isNone else { return 0 }
@@ -80,8 +105,5 @@ public struct TextArena: Sendable {
 private func memcmpEqual(_ a: UnsafeRawPointer?, _ b: UnsafeRawPointer?, _ count: Int) -> Bool {
   guard count > 0 else { return true }
   guard let a, let b else { return false }
-  for index in 0..<count where a.load(fromByteOffset: index, as: UInt8.self) != b.load(fromByteOffset: index, as: UInt8.self) {
-    return false
-  }
-  return true
+  return memcmp(a, b, count) == 0
 }

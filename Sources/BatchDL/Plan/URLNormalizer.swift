@@ -41,6 +41,9 @@ public final class URLNormalizer {
     if url.utf8.contains(where: { $0 == 0x20 || $0 == 0x09 || $0 < 0x20 }) {
       return .failure(Problem(description: "the URL contains spaces or control characters; percent-encode them (%20)"))
     }
+    // Setting a URL on a handle that already holds one resolves it relative to the old one
+    // ("example.org/x" after "https://a.org/b" becomes "https://a.org/example.org/x"): clear it first.
+    _ = curl_url_set(handle, CURLUPART_URL, nil, 0)
     let code = curl_url_set(handle, CURLUPART_URL, url, 0)
     guard code == CURLUE_OK else {
       let lowered = url.lowercased()
@@ -68,15 +71,18 @@ public final class URLNormalizer {
       text += "@"
     }
     text += authority
-    let path = Self.normalizePercent(part(CURLUPART_PATH) ?? "/")
+    // libcurl removes dot segments before percent-decoding; `%2E%2E` becomes `..` only here, so
+    // remove them again (RFC 3986 6.2.2: decode unreserved characters, then remove dot segments).
+    let path = Self.removeDotSegments(Self.normalizePercent(part(CURLUPART_PATH) ?? "/"))
     text += path.isEmpty ? "/" : path
     if let query = part(CURLUPART_QUERY) {
       text += "?" + Self.normalizePercent(query)
     }
     var fileName: String?
-    if let slash = path.lastIndex(of: "/") {
-      let segment = String(path[path.index(after: slash)...])
-      if !segment.isEmpty { fileName = Self.percentDecode(segment) }
+    let pathBytes = path.utf8
+    if let slash = pathBytes.lastIndex(of: 0x2F) {
+      let segment = Substring(pathBytes[pathBytes.index(after: slash)...])
+      if !segment.isEmpty { fileName = Self.percentDecode(String(segment)) }
     }
     return .success(NormalizedURL(text: text, scheme: scheme, authority: authority, fileName: fileName))
   }
@@ -142,6 +148,27 @@ public final class URLNormalizer {
       index += 1
     }
     return String(decoding: out, as: UTF8.self)
+  }
+
+  /// `path` without `.` and `..` segments (RFC 3986 5.2.4); unchanged when it has none.
+  static func removeDotSegments(_ path: String) -> String {
+    let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+    guard segments.contains(where: { $0 == "." || $0 == ".." }) else { return path }
+    var output: [Substring] = []
+    for (index, segment) in segments.enumerated() {
+      let isLast = index == segments.count - 1
+      switch segment {
+      case ".":
+        if isLast { output.append("") }
+      case "..":
+        if output.count > 1 { output.removeLast() }
+        if isLast { output.append("") }
+      default:
+        output.append(segment)
+      }
+    }
+    let joined = output.joined(separator: "/")
+    return joined.hasPrefix("/") ? joined : "/" + joined
   }
 
   /// Decodes every `%XX`.

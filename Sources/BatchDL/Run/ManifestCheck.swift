@@ -6,8 +6,9 @@ public enum ManifestCheck {
   public static func plan(
     path: String, environment: [String: String] = ProcessInfo.processInfo.environment
   ) throws(ManifestError) -> Plan {
-    let (manifest, warnings) = try ManifestLoader.load(path: path, environment: environment)
-    return try Planner().plan(manifest, warnings: warnings)
+    let (manifest, diagnostics) = ManifestLoader.read(path: path, environment: environment)
+    guard let manifest else { throw ManifestError(diagnostics: diagnostics) }
+    return try Planner().plan(manifest, warnings: diagnostics)
   }
 
   /// Prints diagnostics as `FILE:LINE:COLUMN: severity: message`, then a count of errors.

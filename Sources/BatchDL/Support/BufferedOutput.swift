@@ -28,7 +28,9 @@ public final class BufferedOutput: TextOutputStream {
   public func flush() {
     var offset = 0
     while offset < buffer.count {
-      let written = buffer.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+      let written = buffer.withUnsafeBytes { raw in
+        Glibc.write(descriptor, UnsafeRawBufferPointer(rebasing: raw[offset...]).baseAddress, raw.count - offset)
+      }
       if written < 0 {
         if errno == EINTR { continue }
         break

@@ -43,6 +43,12 @@ public enum JSON: Equatable, Sendable {
 
   /// Appends `value` as a JSON string literal.
   public static func quote(_ value: String, into out: inout String) {
+    if !value.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
+      out += "\""
+      out += value
+      out += "\""
+      return
+    }
     out += "\""
     for scalar in value.unicodeScalars {
       switch scalar {

@@ -43,6 +43,7 @@ public struct Redactor: Sendable {
 
   /// `scheme://user:password@host/...` becomes `scheme://<redacted>@host/...`.
   public static func stripUserInfo(_ url: String) -> String {
+    guard url.utf8.contains(0x40) else { return url }
     guard let schemeEnd = url.range(of: "://") else { return url }
     let rest = url[schemeEnd.upperBound...]
     let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
