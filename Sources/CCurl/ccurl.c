@@ -2,6 +2,8 @@
 
 CURLcode ccurl_global_init(void) { return curl_global_init(CURL_GLOBAL_ALL); }
 
+const char *ccurl_version(void) { return curl_version_info(CURLVERSION_NOW)->version; }
+
 CURLcode ccurl_easy_setopt_long(CURL *handle, CURLoption option, long value) {
   return curl_easy_setopt(handle, option, value);
 }

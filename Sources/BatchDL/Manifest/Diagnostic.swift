@@ -42,11 +42,14 @@ public struct Diagnostics: Sendable {
   public var errorCount: Int { items.count { $0.severity == .error } }
 
   /// The problems in order of position (file, line, column); ties keep the order they were found in.
+  /// A problem found more than once (a value shared through an alias is checked wherever it is used)
+  /// is listed once.
   public var sorted: [Diagnostic] {
-    items.enumerated().sorted { lhs, rhs in
+    var seen = Set<Diagnostic>()
+    return items.enumerated().sorted { lhs, rhs in
       if lhs.element.mark != rhs.element.mark { return lhs.element.mark < rhs.element.mark }
       return lhs.offset < rhs.offset
-    }.map(\.element)
+    }.map(\.element).filter { seen.insert($0).inserted }
   }
 }
 

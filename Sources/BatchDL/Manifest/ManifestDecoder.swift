@@ -89,6 +89,8 @@ struct ManifestDecoder {
   /// Session settings as written, before defaults are applied; nil means "not given".
   struct PartialSettings {
     var kind: SessionKind?
+    /// `kind:` was given but is not a kind (already reported).
+    var kindUnknown = false
     var dest: String?
     var request: Interval?
     var resource: Interval?
@@ -114,6 +116,7 @@ struct ManifestDecoder {
       switch key.scalar {
       case "kind":
         result.kind = choice(value, what: "kind", SessionKind.self)
+        result.kindUnknown = result.kind == nil
       case "dest":
         guard let written = string(value, what: "dest", expand: .plain) else { continue }
         switch PathRules.normalize(written, allowAbsolute: true) {
@@ -198,6 +201,8 @@ struct ManifestDecoder {
     checkKeys(map, known: Self.sessionKeys, in: "session '\(name)'")
     let own = settings(map)
     let kind = own.kind ?? defaults.kind ?? .default
+    // A misspelled kind is reported once; what depends on the kind is not judged against a guess.
+    let kindUnknown = own.kind == nil && (own.kindUnknown || defaults.kind == nil && defaults.kindUnknown)
 
     var identifier: String?
     if let idNode = node["identifier"] {
@@ -206,7 +211,7 @@ struct ManifestDecoder {
         diagnostics.error(idNode.mark, "identifier must not be empty: it names the session's detached worker and its state")
         identifier = nil
       }
-      if kind != .background {
+      if kind != .background && !kindUnknown {
         diagnostics.error(idNode.mark, "identifier is only for background sessions; remove it or set 'kind: background'")
       }
     } else if kind == .background {
@@ -274,7 +279,10 @@ struct ManifestDecoder {
 
   // MARK: - Tasks
 
+  /// The task, or nil when it has errors: those are reported here, and a task left out cannot draw
+  /// follow-on reports from the planner (an empty URL, the same bad `to:` again).
   mutating func task(_ node: YAMLNode, kind sessionKind: SessionKind) -> TaskEntry? {
+    let errorsBefore = diagnostics.errorCount
     guard let entries = mapping(node, what: "a task") else { return nil }
     let kindKeys = entries.filter { Self.taskKindKeys.contains($0.key.scalar ?? "") }
     guard let kindEntry = kindKeys.first, let kindName = kindEntry.key.scalar else {
@@ -292,7 +300,10 @@ struct ManifestDecoder {
     for extra in kindKeys.dropFirst() {
       diagnostics.error(extra.key.mark, "a task has one kind: '\(kindName):' is already given, so '\(extra.key.scalar ?? ""):' cannot be")
     }
-    if kindName == "list" { return list(node, entries: entries, kindEntry: kindEntry, sessionKind: sessionKind) }
+    if kindName == "list" {
+      let entry = list(node, entries: entries, kindEntry: kindEntry, sessionKind: sessionKind)
+      return diagnostics.errorCount > errorsBefore ? nil : entry
+    }
     checkKeys(entries, known: Self.taskKeys, in: "a \(kindName) task")
     let kind = TaskKind(rawValue: kindName) ?? .download
     let url = string(kindEntry.value, what: "the URL", expand: .secret) ?? ""
@@ -381,7 +392,7 @@ struct ManifestDecoder {
       }
       spec.method = method ?? (spec.body != nil || spec.bodyFile != nil ? "POST" : "GET")
     }
-    return .task(spec)
+    return diagnostics.errorCount > errorsBefore ? nil : .task(spec)
   }
 
   mutating func list(

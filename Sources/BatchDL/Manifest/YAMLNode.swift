@@ -16,8 +16,8 @@ public final class YAMLNode {
   public let content: Content
   public let mark: SourceMark
   public let weight: Int
-  /// A scalar as written (quotes and escapes included) when it holds `${` and sits on one line: what
-  /// maps a position in its text back to a column.
+  /// A scalar as written from its mark (anchor, tag, quotes and escapes included) when it holds `${`
+  /// and sits on one line: what maps a position in its text back to a column.
   public let source: String?
 
   init(_ content: Content, mark: SourceMark, weight: Int, source: String? = nil) {
@@ -30,9 +30,16 @@ public final class YAMLNode {
   /// Columns from the node's mark to character `offset` of its scalar text: exact for scalars on one
   /// line (escapes in quoted ones counted as written), 0 when it spans lines.
   public func sourceColumns(to offset: Int) -> Int {
-    guard let source = source.map(Array.init), let quote = source.first else { return 0 }
-    guard quote == "\"" || quote == "'" else { return offset }
-    var index = 1
+    guard let source = source.map(Array.init) else { return 0 }
+    var start = 0
+    while start < source.count, source[start] == "&" || source[start] == "!" {
+      while start < source.count, source[start] != " " && source[start] != "\t" { start += 1 }
+      while start < source.count, source[start] == " " || source[start] == "\t" { start += 1 }
+    }
+    guard start < source.count else { return 0 }
+    let quote = source[start]
+    guard quote == "\"" || quote == "'" else { return start + offset }
+    var index = start + 1
     for _ in 0..<offset where index < source.count {
       if quote == "\"", source[index] == "\\", index + 1 < source.count {
         switch source[index + 1] {

@@ -137,7 +137,7 @@ private struct PlanBuilder {
     switch normalizer.normalize(spec.url) {
     case .success(let value): normalized = value
     case .failure(let problem):
-      diagnostics.error(spec.urlMark, problem.description)
+      diagnostics.error(spec.urlMark, redactor.text(problem.description))
       return
     }
     // Where the file goes: `to:` (a trailing `/` names a folder), else the URL's last segment.

@@ -11,7 +11,13 @@ public struct PlanListing {
     self.plan = plan
     self.shard = shard
     self.shardCount = shard?.count ?? shardCount
-    self.redactor = Redactor(secrets: plan.manifest.secrets)
+    // Normalized URLs carry a secret percent-encoded (`a|b` as `a%7Cb`): mask that spelling too.
+    let secrets = plan.manifest.secrets
+    let encoded = secrets.compactMap { secret in
+      let value = URLNormalizer.normalizePercent(secret.value)
+      return value == secret.value ? nil : Secret(name: secret.name, value: value)
+    }
+    self.redactor = Redactor(secrets: secrets + encoded)
   }
 
   /// Positions (1-based) of requests in the scheduled order.
@@ -95,7 +101,7 @@ public struct PlanListing {
       let after = request.dependencies.map { position[Int($0)] }.sorted()
       for (offset, value) in after.enumerated() { text += offset == 0 ? String(value) : "," + String(value) }
       text += "],\"host\":"
-      JSON.quote(plan.hosts[Int(request.host)], into: &text)
+      JSON.quote(redactor.text(plan.hosts[Int(request.host)]), into: &text)
       text += ",\"key\":\"" + request.key.description + "\",\"method\":"
       JSON.quote(request.method, into: &text)
       text += ",\"position\":" + String(position[Int(index)]) + ",\"priority\":\"" + request.priority.rawValue

@@ -20,6 +20,8 @@ typedef int (*ccurl_debug_callback)(CURL *handle, curl_infotype type, char *data
 
 /* Global setup. */
 CURLcode ccurl_global_init(void);
+/* The libcurl version number, e.g. "7.88.1". */
+const char *ccurl_version(void);
 
 /* curl_easy_setopt, one function per argument type. */
 CURLcode ccurl_easy_setopt_long(CURL *handle, CURLoption option, long value);

@@ -1,0 +1,180 @@
+import Foundation
+
+/// How a run shows progress (`--progress`).
+public enum ProgressMode: String, CaseIterable, Sendable {
+  /// Bars on a terminal, lines otherwise.
+  case auto
+  /// Bars even when standard error is not a terminal.
+  case always
+  /// Lines only.
+  case never
+}
+
+/// What the run prints while it works: live bars on a terminal (each active transfer and the
+/// total, with rate and ETA, redrawn at most ten times a second), otherwise one line per finished
+/// task and a summary every ten seconds, so that cron mail stays readable.
+public final class ProgressDisplay {
+  public struct Line: Sendable {
+    public var name: String
+    public var received: Int64
+    public var expected: Int64
+  }
+
+  private let bars: Bool
+  private let quiet: Bool
+  private var out = BufferedOutput(descriptor: 1)
+  private var err = BufferedOutput(descriptor: 2)
+  private var drawnLines = 0
+  private let start = Engine.now()
+  private var lastDraw: UInt64 = 0
+  private var lastSummary: UInt64
+  private var rateSamples: [(time: UInt64, bytes: Int64)] = []
+  private let totalTasks: Int
+  private var doneTasks = 0
+  private var failedTasks = 0
+  private var finishedBytes: Int64 = 0
+  private var activeBytes: Int64 = 0
+  private var expectedBytes: Int64 = 0
+
+  public init(mode: ProgressMode, quiet: Bool, totalTasks: Int) {
+    let terminal = isatty(2) == 1 && ProcessInfo.processInfo.environment["TERM"] != "dumb"
+    bars = !quiet && (mode == .always || (mode == .auto && terminal))
+    self.quiet = quiet
+    self.totalTasks = totalTasks
+    lastSummary = start
+  }
+
+  /// A task ended; prints its line (failures even when quiet).
+  public func taskEnded(_ result: TaskResult) {
+    doneTasks += 1
+    if result.outcome == .failed { failedTasks += 1 }
+    if result.outcome == .completed, result.source == "network" { finishedBytes += result.size ?? 0 }
+    guard !quiet || result.outcome == .failed else { return }
+    var line = result.outcome.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0) + result.id
+    if let error = result.error {
+      line += "  \(error.code): \(error.message)"
+    } else if let size = result.size {
+      line += "  " + Self.bytes(size)
+      if let source = result.source, source != "network" { line += " (\(source))" }
+    }
+    printAboveBars(line)
+  }
+
+  /// A message of the run itself (a retry, a warning).
+  public func note(_ text: String) {
+    guard !quiet else { return }
+    printAboveBars(text)
+  }
+
+  private func printAboveBars(_ line: String) {
+    if bars {
+      clearBars()
+      err.write(line + "\n")
+      err.flush()
+    } else {
+      out.write(line + "\n")
+      out.flush()
+    }
+  }
+
+  /// Called about ten times a second with the transfers in flight.
+  public func tick(active: [Line]) {
+    let now = Engine.now()
+    activeBytes = active.reduce(0) { $0 + $1.received }
+    expectedBytes = active.reduce(0) { $0 + max(0, $1.expected) }
+    let total = finishedBytes + activeBytes
+    rateSamples.append((now, total))
+    while let first = rateSamples.first, now &- first.time > 3000 { rateSamples.removeFirst() }
+    if bars {
+      guard now &- lastDraw >= 100 else { return }
+      lastDraw = now
+      draw(active: active)
+    } else if !quiet, now &- lastSummary >= 10_000 {
+      lastSummary = now
+      out.write("progress: \(doneTasks)/\(totalTasks) tasks, \(Self.bytes(total)), \(Self.bytes(rate))/s\n")
+      out.flush()
+    }
+  }
+
+  /// Bytes per second over the last few seconds.
+  private var rate: Int64 {
+    guard let first = rateSamples.first, let last = rateSamples.last, last.time > first.time else { return 0 }
+    return (last.bytes - first.bytes) * 1000 / Int64(last.time - first.time)
+  }
+
+  private func draw(active: [Line]) {
+    clearBars()
+    var lines: [String] = []
+    let width = 24
+    for line in active.sorted(by: { $0.name < $1.name }).prefix(8) {
+      var text = "  "
+      if line.expected > 0 {
+        let fraction = min(1, Double(line.received) / Double(line.expected))
+        text += Self.bar(fraction, width: width) + String(format: " %3d%% ", Int(fraction * 100))
+      } else {
+        text += "[" + String(repeating: " ", count: width) + "]      "
+      }
+      text += Self.bytes(line.received).padding(toLength: 10, withPad: " ", startingAt: 0) + " " + line.name
+      lines.append(String(text.prefix(120)))
+    }
+    if active.count > 8 { lines.append("  … and \(active.count - 8) more") }
+    let fraction = totalTasks > 0 ? Double(doneTasks) / Double(totalTasks) : 1
+    var total = Self.bar(fraction, width: width) + " \(doneTasks)/\(totalTasks) tasks  "
+    total += Self.bytes(finishedBytes + activeBytes) + "  " + Self.bytes(rate) + "/s"
+    let remainingBytes = expectedBytes - activeBytes
+    if rate > 0, remainingBytes > 0 { total += "  ETA " + Self.duration(Double(remainingBytes) / Double(rate)) }
+    if failedTasks > 0 { total += "  \(failedTasks) failed" }
+    lines.append(total)
+    for line in lines { err.write("\u{1B}[2K" + line + "\n") }
+    drawnLines = lines.count
+    err.flush()
+  }
+
+  private func clearBars() {
+    guard drawnLines > 0 else { return }
+    err.write("\u{1B}[\(drawnLines)A\u{1B}[J")
+    drawnLines = 0
+  }
+
+  /// The closing line: counts, bytes and time.
+  public func finish(summary: RunSummary) {
+    if bars {
+      clearBars()
+      err.flush()
+    }
+    let seconds = Double(Engine.now() &- start) / 1000
+    var line = "done: \(summary.completed) completed"
+    if summary.unchanged > 0 { line += ", \(summary.unchanged) unchanged" }
+    if summary.deferred > 0 { line += ", \(summary.deferred) deferred" }
+    if summary.cancelled > 0 { line += ", \(summary.cancelled) cancelled" }
+    line += ", \(summary.failed) failed; \(Self.bytes(summary.bytes)) in " + String(format: "%.1f s", seconds)
+    if !quiet || summary.failed > 0 {
+      out.write(line + "\n")
+    }
+    out.flush()
+  }
+
+  static func bar(_ fraction: Double, width: Int) -> String {
+    let filled = Int((fraction * Double(width)).rounded(.down))
+    return "[" + String(repeating: "=", count: filled) + String(repeating: " ", count: max(0, width - filled)) + "]"
+  }
+
+  /// `1.5 MB`, `312 B`: powers of 1024, as the manifest writes sizes.
+  public static func bytes(_ count: Int64) -> String {
+    let units = ["B", "KB", "MB", "GB", "TB"]
+    var value = Double(count)
+    var unit = 0
+    while value >= 1024 && unit < units.count - 1 {
+      value /= 1024
+      unit += 1
+    }
+    return unit == 0 ? "\(count) B" : String(format: "%.1f %@", value, units[unit])
+  }
+
+  static func duration(_ seconds: Double) -> String {
+    let total = Int(seconds.rounded())
+    return total >= 3600
+      ? String(format: "%d:%02d:%02d", total / 3600, total / 60 % 60, total % 60)
+      : String(format: "%d:%02d", total / 60, total % 60)
+  }
+}

@@ -1,0 +1,152 @@
+import Foundation
+
+/// What happened to a task, named after URLSession's delegate callbacks. Reports, the event log and
+/// the progress display are all built from these.
+public enum RunEvent: Sendable {
+  /// `didReceive response`: the final response's head arrived.
+  case response(task: String, status: Int, contentType: String?, contentLength: Int64?)
+  /// `didWriteData`: bytes so far (throttled).
+  case progress(task: String, bytes: Int64, expected: Int64?)
+  /// An attempt failed; the task will be tried again.
+  case retrying(task: String, attempt: Int, delay: Interval, code: String, message: String)
+  /// `didBecome downloadTask`: a data task's body moved to a file.
+  case becameDownload(task: String, to: String)
+  /// `didFinishDownloadingTo`: the file is in place.
+  case finished(task: String, to: String)
+  /// `didCompleteWithError`: the task ended.
+  case completed(TaskResult)
+  /// `urlSessionDidFinishEvents`: every task of the session has ended.
+  case sessionFinished(session: String, summary: RunSummary)
+
+  /// The event as one JSON object for `--events` (without the time, which the log adds).
+  public var json: [String: JSON] {
+    switch self {
+    case .response(let task, let status, let type, let length):
+      var fields: [String: JSON] = ["event": .string("response"), "task": .string(task), "status": .int(status)]
+      if let type { fields["content_type"] = .string(type) }
+      if let length { fields["content_length"] = .int(length) }
+      return fields
+    case .progress(let task, let bytes, let expected):
+      var fields: [String: JSON] = ["event": .string("progress"), "task": .string(task), "bytes": .int(bytes)]
+      if let expected { fields["expected"] = .int(expected) }
+      return fields
+    case .retrying(let task, let attempt, let delay, let code, let message):
+      return [
+        "event": .string("retrying"), "task": .string(task), "attempt": .int(attempt),
+        "delay_ms": .int(delay.milliseconds), "error": .object(["code": .string(code), "message": .string(message)]),
+      ]
+    case .becameDownload(let task, let to):
+      return ["event": .string("became_download"), "task": .string(task), "to": .string(to)]
+    case .finished(let task, let to):
+      return ["event": .string("finished"), "task": .string(task), "to": .string(to)]
+    case .completed(let result):
+      var fields = result.json(timings: false)
+      fields["event"] = .string("completed")
+      fields["task"] = fields.removeValue(forKey: "id")
+      return fields
+    case .sessionFinished(let session, let summary):
+      return ["event": .string("session_finished"), "session": .string(session), "summary": summary.json]
+    }
+  }
+}
+
+/// How a task ended.
+public enum TaskOutcome: String, Sendable {
+  case completed
+  case unchanged
+  case failed
+  case deferred
+  case cancelled
+}
+
+/// One task's line in the report.
+public struct TaskResult: Sendable {
+  public var id: String
+  public var session: String
+  public var kind: TaskKind
+  /// The URL as written, credentials masked.
+  public var url: String
+  public var to: String?
+  public var outcome: TaskOutcome
+  public var status: Int?
+  public var size: Int64?
+  public var sha256: String?
+  public var resumedFrom: Int64
+  public var attempts: Int
+  /// `network`, `cache`, `not-modified` or `duplicate`.
+  public var source: String?
+  public var error: (code: String, message: String)?
+  /// Seconds from the start of the run to the task's end (reported with `--timings` only).
+  public var seconds: Double?
+
+  public init(
+    id: String, session: String, kind: TaskKind, url: String, to: String?, outcome: TaskOutcome, status: Int? = nil,
+    size: Int64? = nil, sha256: String? = nil, resumedFrom: Int64 = 0, attempts: Int = 0, source: String? = nil,
+    error: (code: String, message: String)? = nil, seconds: Double? = nil
+  ) {
+    self.id = id
+    self.session = session
+    self.kind = kind
+    self.url = url
+    self.to = to
+    self.outcome = outcome
+    self.status = status
+    self.size = size
+    self.sha256 = sha256
+    self.resumedFrom = resumedFrom
+    self.attempts = attempts
+    self.source = source
+    self.error = error
+    self.seconds = seconds
+  }
+
+  public func json(timings: Bool) -> [String: JSON] {
+    var fields: [String: JSON] = [
+      "id": .string(id), "session": .string(session), "kind": .string(kind.rawValue), "url": .string(url),
+      "outcome": .string(outcome.rawValue), "resumed_from": .int(resumedFrom), "attempts": .int(attempts),
+    ]
+    if let to { fields["to"] = .string(to) }
+    if let status { fields["status"] = .int(status) }
+    if let size { fields["size"] = .int(size) }
+    if let sha256 { fields["sha256"] = .string(sha256) }
+    if let source { fields["source"] = .string(source) }
+    if let error { fields["error"] = .object(["code": .string(error.code), "message": .string(error.message)]) }
+    if timings, let seconds { fields["seconds"] = .string(String(format: "%.3f", seconds)) }
+    return fields
+  }
+}
+
+/// Counts for a report's `summary`.
+public struct RunSummary: Sendable, Equatable {
+  public var tasks = 0
+  public var requests = 0
+  public var completed = 0
+  public var unchanged = 0
+  public var failed = 0
+  public var deferred = 0
+  public var cancelled = 0
+  public var bytes: Int64 = 0
+
+  public init() {}
+
+  public mutating func add(_ result: TaskResult) {
+    tasks += 1
+    switch result.outcome {
+    case .completed: completed += 1
+    case .unchanged: unchanged += 1
+    case .failed: failed += 1
+    case .deferred: deferred += 1
+    case .cancelled: cancelled += 1
+    }
+    if result.outcome == .completed, result.source == "network" { bytes += result.size ?? 0 }
+  }
+
+  public var json: JSON {
+    var fields: [String: JSON] = [
+      "tasks": .int(tasks), "requests": .int(requests), "completed": .int(completed), "unchanged": .int(unchanged),
+      "failed": .int(failed), "deferred": .int(deferred), "bytes": .int(bytes),
+    ]
+    if cancelled > 0 { fields["cancelled"] = .int(cancelled) }
+    return .object(fields)
+  }
+}

@@ -1,0 +1,195 @@
+import CCurl
+
+/// A libcurl call that failed while setting a transfer up: a programming or resource error, with
+/// libcurl's own words.
+public struct CurlSetupError: Error, CustomStringConvertible {
+  public var message: String
+  public var description: String { message }
+}
+
+/// One-time process-wide libcurl initialisation.
+enum CurlGlobal {
+  static let initialised: Bool = ccurl_global_init() == CURLE_OK
+
+  /// The libcurl version string (`7.88.1`).
+  static var version: String {
+    ccurl_version().map { String(cString: $0) } ?? "unknown"
+  }
+}
+
+/// An easy handle: one transfer's libcurl state, freed in `deinit`, with the header lists and
+/// strings it points to kept alive as long as it.
+final class EasyHandle {
+  let raw: UnsafeMutableRawPointer
+  private var lists: [UnsafeMutablePointer<curl_slist>] = []
+  private var mime: OpaquePointer?
+  let errorBuffer: UnsafeMutablePointer<CChar>
+
+  init() throws(CurlSetupError) {
+    _ = CurlGlobal.initialised
+    guard let raw = curl_easy_init() else { throw CurlSetupError(message: "libcurl could not create a transfer (out of memory)") }
+    self.raw = raw
+    errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+    errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+    ccurl_easy_setopt_pointer(raw, CURLOPT_ERRORBUFFER, errorBuffer)
+  }
+
+  deinit {
+    curl_easy_cleanup(raw)
+    for list in lists { curl_slist_free_all(list) }
+    if let mime { curl_mime_free(mime) }
+    errorBuffer.deallocate()
+  }
+
+  /// libcurl's detailed message for the last failure, or its generic text for `code`.
+  func message(for code: CURLcode) -> String {
+    let detail = String(cString: errorBuffer)
+    return detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+  }
+
+  private func check(_ code: CURLcode, _ what: String) throws(CurlSetupError) {
+    guard code == CURLE_OK else {
+      throw CurlSetupError(message: "libcurl refused \(what): \(String(cString: curl_easy_strerror(code)))")
+    }
+  }
+
+  func set(_ option: CURLoption, _ value: Int) throws(CurlSetupError) {
+    try check(ccurl_easy_setopt_long(raw, option, value), "option \(option.rawValue)")
+  }
+
+  func set(_ option: CURLoption, offset value: Int64) throws(CurlSetupError) {
+    try check(ccurl_easy_setopt_off(raw, option, curl_off_t(value)), "option \(option.rawValue)")
+  }
+
+  func set(_ option: CURLoption, _ value: String) throws(CurlSetupError) {
+    try check(ccurl_easy_setopt_string(raw, option, value), "option \(option.rawValue)")
+  }
+
+  func set(_ option: CURLoption, pointer value: UnsafeMutableRawPointer?) throws(CurlSetupError) {
+    try check(ccurl_easy_setopt_pointer(raw, option, value), "option \(option.rawValue)")
+  }
+
+  /// Sets a header list (or any slist option); the list lives as long as the handle.
+  func set(_ option: CURLoption, list values: [String]) throws(CurlSetupError) {
+    var list: UnsafeMutablePointer<curl_slist>?
+    for value in values {
+      guard let appended = curl_slist_append(list, value) else {
+        if let list { curl_slist_free_all(list) }
+        throw CurlSetupError(message: "libcurl could not build a header list (out of memory)")
+      }
+      list = appended
+    }
+    guard let list else { return }
+    lists.append(list)
+    try check(ccurl_easy_setopt_slist(raw, option, list), "option \(option.rawValue)")
+  }
+
+  func setCallback(_ option: CURLoption, _ callback: ccurl_data_callback) throws(CurlSetupError) {
+    try check(ccurl_easy_setopt_data_callback(raw, option, callback), "callback \(option.rawValue)")
+  }
+
+  func setProgressCallback(_ callback: ccurl_xferinfo_callback) throws(CurlSetupError) {
+    try check(ccurl_easy_setopt_xferinfo_callback(raw, callback), "the progress callback")
+  }
+
+  func setSeekCallback(_ callback: ccurl_seek_callback) throws(CurlSetupError) {
+    try check(ccurl_easy_setopt_seek_callback(raw, callback), "the seek callback")
+  }
+
+  /// A multipart form: text fields, and files read by libcurl as it sends them.
+  func setForm(_ fields: [(name: String, value: String, file: String?)]) throws(CurlSetupError) {
+    guard let form = curl_mime_init(raw) else { throw CurlSetupError(message: "libcurl could not create a form") }
+    mime = form
+    for field in fields {
+      guard let part = curl_mime_addpart(form) else { throw CurlSetupError(message: "libcurl could not add a form field") }
+      try check(curl_mime_name(part, field.name), "the form field name \(field.name)")
+      if let file = field.file {
+        try check(curl_mime_filedata(part, file), "the form file \(file)")
+      } else {
+        try check(curl_mime_data(part, field.value, Int(bitPattern: UInt(CURL_ZERO_TERMINATED))), "the form field \(field.name)")
+      }
+    }
+    try check(ccurl_easy_setopt_mime(raw, form), "the form")
+  }
+
+  func info(_ info: CURLINFO) -> Int {
+    var value = 0
+    _ = ccurl_easy_getinfo_long(raw, info, &value)
+    return value
+  }
+
+  func info(offset info: CURLINFO) -> Int64 {
+    var value: curl_off_t = 0
+    _ = ccurl_easy_getinfo_off(raw, info, &value)
+    return Int64(value)
+  }
+
+  func info(string info: CURLINFO) -> String? {
+    var value: UnsafePointer<CChar>?
+    guard ccurl_easy_getinfo_string(raw, info, &value) == CURLE_OK, let value else { return nil }
+    return String(cString: value)
+  }
+}
+
+/// The multi handle that runs every transfer of a run on one thread.
+final class MultiHandle {
+  let raw: UnsafeMutableRawPointer
+
+  init() throws(CurlSetupError) {
+    _ = CurlGlobal.initialised
+    guard let raw = curl_multi_init() else { throw CurlSetupError(message: "libcurl could not create a multi handle") }
+    self.raw = raw
+  }
+
+  deinit {
+    curl_multi_cleanup(raw)
+  }
+
+  private func check(_ code: CURLMcode, _ what: String) throws(CurlSetupError) {
+    guard code == CURLM_OK else {
+      throw CurlSetupError(message: "libcurl failed to \(what): \(String(cString: curl_multi_strerror(code)))")
+    }
+  }
+
+  func set(_ option: CURLMoption, _ value: Int) throws(CurlSetupError) {
+    try check(ccurl_multi_setopt_long(raw, option, value), "set multi option \(option.rawValue)")
+  }
+
+  func add(_ easy: EasyHandle) throws(CurlSetupError) {
+    try check(curl_multi_add_handle(raw, easy.raw), "start a transfer")
+  }
+
+  func remove(_ easy: EasyHandle) {
+    curl_multi_remove_handle(raw, easy.raw)
+  }
+
+  /// Runs what can run now; returns the number of transfers still running.
+  func perform() throws(CurlSetupError) -> Int {
+    var running: Int32 = 0
+    try check(curl_multi_perform(raw, &running), "run transfers")
+    return Int(running)
+  }
+
+  /// Waits for activity for at most `milliseconds`, or until `wakeup()`.
+  func poll(milliseconds: Int) throws(CurlSetupError) {
+    var events: Int32 = 0
+    try check(curl_multi_poll(raw, nil, 0, Int32(milliseconds), &events), "wait for network activity")
+  }
+
+  /// Interrupts `poll` from any thread.
+  func wakeup() {
+    curl_multi_wakeup(raw)
+  }
+
+  /// The finished transfers since the last call: their handles and results.
+  func finished() -> [(handle: UnsafeMutableRawPointer, result: CURLcode)] {
+    var result: [(handle: UnsafeMutableRawPointer, result: CURLcode)] = []
+    var remaining: Int32 = 0
+    while let message = curl_multi_info_read(raw, &remaining) {
+      if ccurl_msg_is_done(message) != 0, let easy = ccurl_msg_easy(message) {
+        result.append((easy, ccurl_msg_result(message)))
+      }
+    }
+    return result
+  }
+}

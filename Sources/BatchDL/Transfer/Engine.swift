@@ -1,0 +1,399 @@
+import CCurl
+import Dispatch
+import Foundation
+
+/// A request for the engine: what to send, and which jobs must succeed first.
+public struct TransferJob: Sendable {
+  public var spec: TransferSpec
+  /// Indices of jobs that must complete successfully before this one starts.
+  public var dependencies: [Int]
+  /// A reason found before sending (an unsafe destination): the job fails with it when its turn
+  /// comes, without a request.
+  public var failure: TransferFailure?
+
+  public init(spec: TransferSpec, dependencies: [Int] = [], failure: TransferFailure? = nil) {
+    self.spec = spec
+    self.dependencies = dependencies
+    self.failure = failure
+  }
+}
+
+/// A transfer in flight, as progress displays see it.
+public struct ActiveTransfer: Sendable {
+  public var job: Int
+  public var received: Int64
+  /// The announced length, or -1.
+  public var expected: Int64
+}
+
+/// What the engine tells the run about its jobs, on the engine's thread.
+public protocol TransferObserver: AnyObject {
+  /// The final response's head arrived (after redirects).
+  func transferReceivedResponse(_ job: Int, head: ResponseHead)
+  /// A data task's body moved to a file.
+  func transferBecameDownload(_ job: Int)
+  /// An attempt failed and will be tried again after `delay`.
+  func transferWillRetry(_ job: Int, after delay: Interval, failure: TransferFailure)
+  /// The job ended: it succeeded, or failed for good.
+  func transferCompleted(_ job: Int, outcome: Result<TransferResult, TransferFailure>)
+  /// Called about ten times a second with the transfers in flight.
+  func transferTick(active: [ActiveTransfer])
+}
+
+/// Runs jobs on one libcurl multi handle on the calling thread (DESIGN.md): admit work up to the
+/// caps, perform, collect finished transfers, retry what a retry can fix, poll.
+///
+/// Caps: at most `globalLimit` transfers at once; per session, `sessionLimit`; per session and
+/// host, `hostLimit`. Jobs are admitted in the order given (the plan's order) among those whose
+/// caps allow it.
+public final class Engine {
+  private struct JobState {
+    var spec: TransferSpec
+    var failure: TransferFailure?
+    var waitingOn = 0
+    var dependents: [Int] = []
+    var attempts = 0
+    var startedAt: UInt64?
+    var finished = false
+    var key = 0
+  }
+
+  private let multi: MultiHandle
+  private var jobs: [JobState]
+  private let globalLimit: Int
+  private weak var observer: TransferObserver?
+
+  private var keyQueues: [MinHeap<Int>] = []
+  private var keyHost: [String] = []
+  private var keySession: [Int] = []
+  private var readyKeys = MinHeap<HeapEntry>()
+  private var queuedHead: [Int?] = []
+  private var blockedKeys: Set<Int> = []
+  private var hostActive: [String: Int] = [:]
+  private var sessionActive: [Int: Int] = [:]
+  private var timers = MinHeap<Timer>()
+  private var active: [UnsafeMutableRawPointer: Transfer] = [:]
+  private var remaining: Int
+  private var lastTick: UInt64 = 0
+  private let cancelled = Flag()
+
+  private struct HeapEntry: Comparable {
+    var head: Int
+    var key: Int
+    static func < (a: HeapEntry, b: HeapEntry) -> Bool { (a.head, a.key) < (b.head, b.key) }
+  }
+
+  private struct Timer: Comparable {
+    var due: UInt64
+    var job: Int
+    static func < (a: Timer, b: Timer) -> Bool { (a.due, a.job) < (b.due, b.job) }
+  }
+
+  public init(jobs: [TransferJob], globalLimit: Int, observer: TransferObserver) throws(CurlSetupError) {
+    multi = try MultiHandle()
+    self.globalLimit = max(1, globalLimit)
+    self.observer = observer
+    self.jobs = jobs.map { JobState(spec: $0.spec, failure: $0.failure) }
+    remaining = jobs.count
+    let maxHost = jobs.map(\.spec.hostLimit).max() ?? 6
+    try multi.set(CURLMOPT_MAX_HOST_CONNECTIONS, maxHost)
+    try multi.set(CURLMOPT_MAXCONNECTS, max(32, self.globalLimit * 2))
+    var keys: [String: Int] = [:]
+    for (index, job) in jobs.enumerated() {
+      let name = "\(job.spec.sessionKey)\u{0}\(job.spec.hostKey)"
+      let key: Int
+      if let existing = keys[name] {
+        key = existing
+      } else {
+        key = keyQueues.count
+        keys[name] = key
+        keyQueues.append(MinHeap())
+        keyHost.append(job.spec.hostKey)
+        keySession.append(job.spec.sessionKey)
+        queuedHead.append(nil)
+      }
+      self.jobs[index].key = key
+      self.jobs[index].waitingOn = job.dependencies.count
+      for dependency in job.dependencies { self.jobs[dependency].dependents.append(index) }
+    }
+  }
+
+  /// Stops admitting work and aborts transfers in flight at the next turn of the loop; safe from
+  /// any thread (signal handlers).
+  public func cancel() {
+    cancelled.set()
+    multi.wakeup()
+  }
+
+  public var isCancelled: Bool { cancelled.isSet }
+
+  /// Runs every job to its end (or until `cancel()`).
+  public func run() throws(CurlSetupError) {
+    for index in jobs.indices where jobs[index].waitingOn == 0 { enqueue(index) }
+    while remaining > 0 {
+      if cancelled.isSet {
+        abortAll()
+        return
+      }
+      let now = Self.now()
+      fireTimers(now: now)
+      admit(now: now)
+      _ = try multi.perform()
+      for (handle, code) in multi.finished() { finish(handle: handle, code: code) }
+      announce()
+      if now &- lastTick >= 100 {
+        lastTick = now
+        observer?.transferTick(
+          active: active.values.map { ActiveTransfer(job: $0.job, received: $0.received, expected: $0.expected) })
+      }
+      if remaining == 0 { break }
+      var wait: UInt64 = 100
+      if let next = timers.peek { wait = min(wait, next.due > now ? next.due - now : 0) }
+      if active.isEmpty && timers.isEmpty && readyKeys.isEmpty && remaining > 0 && blockedKeys.isEmpty {
+        // Nothing can run: every remaining job waits on a dependency that will never finish.
+        failStuckJobs()
+        break
+      }
+      try multi.poll(milliseconds: Int(wait))
+    }
+  }
+
+  // MARK: - Admission
+
+  private func enqueue(_ job: Int) {
+    let key = jobs[job].key
+    keyQueues[key].push(job)
+    if blockedKeys.contains(key) { return }
+    if let head = queuedHead[key], head <= job { return }
+    queuedHead[key] = job
+    readyKeys.push(HeapEntry(head: job, key: key))
+  }
+
+  private func isBlocked(_ key: Int) -> Bool {
+    guard let job = keyQueues[key].peek else { return false }
+    let spec = jobs[job].spec
+    return hostActive[keyHost[key], default: 0] >= spec.hostLimit
+      || sessionActive[keySession[key], default: 0] >= spec.sessionLimit
+  }
+
+  private func admit(now: UInt64) {
+    while active.count < globalLimit, let entry = readyKeys.pop() {
+      let key = entry.key
+      guard queuedHead[key] == entry.head, keyQueues[key].peek == entry.head else { continue }
+      queuedHead[key] = nil
+      if isBlocked(key) {
+        blockedKeys.insert(key)
+        continue
+      }
+      guard let job = keyQueues[key].pop() else { continue }
+      if let next = keyQueues[key].peek {
+        queuedHead[key] = next
+        readyKeys.push(HeapEntry(head: next, key: key))
+      }
+      start(job, now: now)
+    }
+  }
+
+  private func unblock() {
+    for key in blockedKeys {
+      if let head = keyQueues[key].peek {
+        queuedHead[key] = head
+        readyKeys.push(HeapEntry(head: head, key: key))
+      }
+    }
+    blockedKeys.removeAll()
+  }
+
+  private func start(_ job: Int, now: UInt64) {
+    if let failure = jobs[job].failure {
+      complete(job, .failure(failure))
+      return
+    }
+    if jobs[job].startedAt == nil { jobs[job].startedAt = now }
+    var budget: Interval?
+    if let resource = jobs[job].spec.resourceTimeout {
+      let left = resource.milliseconds - Int64(now &- (jobs[job].startedAt ?? now))
+      guard left > 0 else {
+        complete(job, .failure(Self.resourceTimeout(jobs[job])))
+        return
+      }
+      budget = Interval(milliseconds: left)
+    }
+    jobs[job].attempts += 1
+    let transfer: Transfer
+    do {
+      transfer = try Transfer(job: job, spec: jobs[job].spec, timeout: budget)
+      try multi.add(transfer.easy)
+    } catch let failure as TransferFailure {
+      var failure = failure
+      failure.attempts = jobs[job].attempts
+      complete(job, .failure(failure))
+      return
+    } catch {
+      complete(job, .failure(TransferFailure(code: "internal", message: "\(error)", attempts: jobs[job].attempts)))
+      return
+    }
+    active[transfer.easy.raw] = transfer
+    hostActive[jobs[job].spec.hostKey, default: 0] += 1
+    sessionActive[jobs[job].spec.sessionKey, default: 0] += 1
+  }
+
+  private static func resourceTimeout(_ state: JobState) -> TransferFailure {
+    TransferFailure(
+      code: "timeout",
+      message: "timeouts.resource (\(state.spec.resourceTimeout?.description ?? "")) spent before the task could finish",
+      attempts: state.attempts)
+  }
+
+  // MARK: - Completion
+
+  private func finish(handle: UnsafeMutableRawPointer, code: CURLcode) {
+    guard let transfer = active.removeValue(forKey: handle) else { return }
+    multi.remove(transfer.easy)
+    let job = transfer.job
+    hostActive[jobs[job].spec.hostKey, default: 1] -= 1
+    sessionActive[jobs[job].spec.sessionKey, default: 1] -= 1
+    unblock()
+    let outcome = transfer.outcome(code, attempts: jobs[job].attempts)
+    if case .failure(let failure) = outcome, FailureClassifier.isRetryable(failure),
+      jobs[job].attempts < jobs[job].spec.retry.attempts, !cancelled.isSet
+    {
+      let retryAfter = Int64(transfer.easy.info(offset: CURLINFO_RETRY_AFTER))
+      let delay = backoff(job: job, retryAfterSeconds: retryAfter)
+      let now = Self.now()
+      if let resource = jobs[job].spec.resourceTimeout, let started = jobs[job].startedAt,
+        Int64(now &- started) + delay.milliseconds >= resource.milliseconds
+      {
+        var failure = failure
+        failure.message += "; no time left in timeouts.resource (\(resource)) to try again"
+        complete(job, .failure(failure))
+        return
+      }
+      observer?.transferWillRetry(job, after: delay, failure: failure)
+      timers.push(Timer(due: now + UInt64(delay.milliseconds), job: job))
+      return
+    }
+    if case .success = outcome, !transfer.announced {
+      observer?.transferReceivedResponse(job, head: transfer.head)
+    }
+    complete(job, outcome)
+  }
+
+  /// Exponential backoff with equal jitter, at least the server's `Retry-After` (capped at an hour).
+  private func backoff(job: Int, retryAfterSeconds: Int64) -> Interval {
+    let policy = jobs[job].spec.retry
+    let exponent = min(jobs[job].attempts - 1, 30)
+    let base = min(policy.maxBackoff.milliseconds, policy.backoff.milliseconds &<< Int64(exponent))
+    let jittered = base / 2 + (base > 1 ? Int64.random(in: 0...(base / 2)) : 0)
+    let server = min(retryAfterSeconds, 3600) * 1000
+    return Interval(milliseconds: max(jittered, server))
+  }
+
+  private func complete(_ job: Int, _ outcome: Result<TransferResult, TransferFailure>) {
+    guard !jobs[job].finished else { return }
+    jobs[job].finished = true
+    remaining -= 1
+    observer?.transferCompleted(job, outcome: outcome)
+    for dependent in jobs[job].dependents where !jobs[dependent].finished {
+      switch outcome {
+      case .success:
+        jobs[dependent].waitingOn -= 1
+        if jobs[dependent].waitingOn == 0 { enqueue(dependent) }
+      case .failure(let failure):
+        complete(
+          dependent,
+          .failure(TransferFailure(code: "dependency", message: "a task it comes after failed (\(failure.code))")))
+      }
+    }
+  }
+
+  private func fireTimers(now: UInt64) {
+    while let timer = timers.peek, timer.due <= now {
+      _ = timers.pop()
+      enqueue(timer.job)
+    }
+  }
+
+  private func announce() {
+    for transfer in active.values where !transfer.announced && transfer.parser.complete {
+      transfer.announced = true
+      if transfer.head.isSuccess { observer?.transferReceivedResponse(transfer.job, head: transfer.head) }
+    }
+    for transfer in active.values where transfer.becameDownload && !transfer.announcedDownload {
+      transfer.announcedDownload = true
+      observer?.transferBecameDownload(transfer.job)
+    }
+  }
+
+  private func abortAll() {
+    for transfer in active.values { multi.remove(transfer.easy) }
+    active.removeAll()
+  }
+
+  private func failStuckJobs() {
+    for index in jobs.indices where !jobs[index].finished {
+      complete(index, .failure(TransferFailure(code: "dependency", message: "waits on a task that never ran")))
+    }
+  }
+
+  static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds / 1_000_000 }
+}
+
+/// A flag set from any thread and read by the engine.
+final class Flag: @unchecked Sendable {
+  private let lock = NSLock()
+  private var value = false
+
+  func set() {
+    lock.lock()
+    value = true
+    lock.unlock()
+  }
+
+  var isSet: Bool {
+    lock.lock()
+    defer { lock.unlock() }
+    return value
+  }
+}
+
+/// A binary min-heap.
+struct MinHeap<Element: Comparable> {
+  private var items: [Element] = []
+
+  var isEmpty: Bool { items.isEmpty }
+  var count: Int { items.count }
+  var peek: Element? { items.first }
+
+  mutating func push(_ element: Element) {
+    items.append(element)
+    var child = items.count - 1
+    while child > 0 {
+      let parent = (child - 1) / 2
+      if items[child] < items[parent] {
+        items.swapAt(child, parent)
+        child = parent
+      } else {
+        break
+      }
+    }
+  }
+
+  mutating func pop() -> Element? {
+    guard !items.isEmpty else { return nil }
+    items.swapAt(0, items.count - 1)
+    let top = items.removeLast()
+    var parent = 0
+    while true {
+      let left = parent * 2 + 1
+      let right = left + 1
+      var smallest = parent
+      if left < items.count && items[left] < items[smallest] { smallest = left }
+      if right < items.count && items[right] < items[smallest] { smallest = right }
+      if smallest == parent { break }
+      items.swapAt(parent, smallest)
+      parent = smallest
+    }
+    return top
+  }
+}

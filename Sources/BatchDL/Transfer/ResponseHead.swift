@@ -1,0 +1,73 @@
+/// The status line and headers of one HTTP response.
+public struct ResponseHead: Sendable, Equatable {
+  public var status: Int = 0
+  public var reason: String = ""
+  /// Header names lower-cased, in the order received.
+  public var fields: [(name: String, value: String)] = []
+
+  public init() {}
+
+  public static func == (lhs: ResponseHead, rhs: ResponseHead) -> Bool {
+    lhs.status == rhs.status && lhs.reason == rhs.reason
+      && lhs.fields.elementsEqual(rhs.fields) { $0.name == $1.name && $0.value == $1.value }
+  }
+
+  /// The last value of header `name` (lower-case).
+  public subscript(name: String) -> String? {
+    fields.last { $0.name == name }?.value
+  }
+
+  public var isSuccess: Bool { (200..<300).contains(status) }
+
+  /// The media type without parameters, lower-cased (`application/json`).
+  public var mediaType: String? {
+    self["content-type"].map { value in
+      String(value.split(separator: ";", maxSplits: 1).first ?? "").trimmingSpaces.lowercased()
+    }
+  }
+
+  public var contentLength: Int64? { self["content-length"].flatMap { Int64($0.trimmingSpaces) } }
+
+  /// A strong `ETag`, or nil when there is none or it is weak (`W/"..."`), which cannot validate a range.
+  public var strongETag: String? {
+    guard let tag = self["etag"], !tag.hasPrefix("W/") else { return nil }
+    return tag
+  }
+
+  /// A `Content-Encoding` other than `identity`.
+  public var encoding: String? {
+    guard let value = self["content-encoding"]?.trimmingSpaces.lowercased(), !value.isEmpty, value != "identity"
+    else { return nil }
+    return value
+  }
+}
+
+/// Builds the `ResponseHead` of the final response from libcurl's header callback, which delivers
+/// every line of every response (redirects and `100 Continue` included).
+struct ResponseHeadParser {
+  private(set) var head = ResponseHead()
+  /// True once the blank line after a final (non-1xx) response's headers has been seen.
+  private(set) var complete = false
+
+  mutating func consume(_ line: UnsafeRawBufferPointer) {
+    var length = line.count
+    while length > 0, line[length - 1] == 0x0A || line[length - 1] == 0x0D { length -= 1 }
+    let text = String(decoding: UnsafeRawBufferPointer(rebasing: line[0..<length]), as: UTF8.self)
+    if text.hasPrefix("HTTP/") {
+      head = ResponseHead()
+      complete = false
+      let parts = text.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
+      if parts.count >= 2 { head.status = Int(parts[1]) ?? 0 }
+      if parts.count == 3 { head.reason = String(parts[2]) }
+      return
+    }
+    if text.isEmpty {
+      if head.status >= 200 { complete = true }
+      return
+    }
+    guard let colon = text.firstIndex(of: ":") else { return }
+    let name = text[..<colon].lowercased()
+    let value = String(text[text.index(after: colon)...]).trimmingSpaces
+    head.fields.append((name, value))
+  }
+}

@@ -1,0 +1,279 @@
+import CCurl
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// One attempt at one request: its easy handle, response parsing and body sink.
+///
+/// libcurl's callbacks reach it through an unretained pointer, which is safe because the transfer
+/// owns its easy handle and frees it in `deinit`, after the engine has removed it from the multi.
+final class Transfer {
+  let job: Int
+  let spec: TransferSpec
+  let easy: EasyHandle
+  private(set) var parser = ResponseHeadParser()
+  private(set) var sink: BodySink?
+  private var uploadDescriptor: Int32 = -1
+  private var uploadOffset: Int64 = 0
+  /// The first bytes of a non-2xx body, for the error message.
+  private(set) var errorBody: [UInt8] = []
+  private(set) var becameDownload = false
+  /// A failure found by a callback (disk full, body too large), which aborts the transfer.
+  private(set) var callbackFailure: TransferFailure?
+  /// Set by the engine when the response head arrived (for the `response` event).
+  var announced = false
+  /// Set by the engine once it has reported `becameDownload`.
+  var announcedDownload = false
+  /// Bytes received in this attempt and the time of the last change, for progress.
+  private(set) var received: Int64 = 0
+  private(set) var expected: Int64 = -1
+
+  init(job: Int, spec: TransferSpec, timeout: Interval?) throws {
+    self.job = job
+    self.spec = spec
+    easy = try EasyHandle()
+    try configure(timeout: timeout)
+  }
+
+  deinit {
+    if uploadDescriptor >= 0 { close(uploadDescriptor) }
+  }
+
+  private var context: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+
+  private func configure(timeout: Interval?) throws {
+    try easy.set(CURLOPT_URL, spec.url)
+    try easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
+    try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+    try easy.set(CURLOPT_FOLLOWLOCATION, 1)
+    try easy.set(CURLOPT_MAXREDIRS, 10)
+    try easy.set(CURLOPT_NOSIGNAL, 1)
+    try easy.set(CURLOPT_HTTP_VERSION, ccurl_http_version_2tls)
+    try easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
+    try easy.set(CURLOPT_NETRC, ccurl_netrc_ignored)
+    if spec.insecure {
+      try easy.set(CURLOPT_SSL_VERIFYPEER, 0)
+      try easy.set(CURLOPT_SSL_VERIFYHOST, 0)
+    }
+    // Idle timeout: fewer than 1 byte a second for `request` seconds fails the attempt.
+    let idleSeconds = max(1, Int((spec.requestTimeout.milliseconds + 999) / 1000))
+    try easy.set(CURLOPT_LOW_SPEED_LIMIT, 1)
+    try easy.set(CURLOPT_LOW_SPEED_TIME, idleSeconds)
+    try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(spec.requestTimeout.milliseconds))
+    if let timeout { try easy.set(CURLOPT_TIMEOUT_MS, max(1, Int(timeout.milliseconds))) }
+    if let rate = spec.rateLimit { try easy.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: rate) }
+
+    try easy.set(CURLOPT_PRIVATE, pointer: context)
+    try easy.set(CURLOPT_WRITEDATA, pointer: context)
+    try easy.setCallback(CURLOPT_WRITEFUNCTION, Transfer.writeCallback)
+    try easy.set(CURLOPT_HEADERDATA, pointer: context)
+    try easy.setCallback(CURLOPT_HEADERFUNCTION, Transfer.headerCallback)
+    try easy.set(CURLOPT_NOPROGRESS, 0)
+    try easy.set(CURLOPT_XFERINFODATA, pointer: context)
+    try easy.setProgressCallback(Transfer.progressCallback)
+
+    var headers = spec.headers
+    if spec.decodeContent {
+      try easy.set(CURLOPT_ACCEPT_ENCODING, "")
+    } else {
+      headers.append("Accept-Encoding: identity")
+    }
+    try configureBody(&headers)
+    try easy.set(CURLOPT_HTTPHEADER, list: headers)
+  }
+
+  private func configureBody(_ headers: inout [String]) throws {
+    let method = spec.method.uppercased()
+    switch spec.body {
+    case .none:
+      switch method {
+      case "GET": break
+      case "HEAD": try easy.set(CURLOPT_NOBODY, 1)
+      default: try easy.set(CURLOPT_CUSTOMREQUEST, spec.method)
+      }
+    case .bytes(let bytes):
+      try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(bytes.count))
+      try bytes.withUnsafeBytes { raw throws in
+        try easy.set(CURLOPT_COPYPOSTFIELDS, pointer: UnsafeMutableRawPointer(mutating: raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)))
+      }
+      if method != "POST" { try easy.set(CURLOPT_CUSTOMREQUEST, spec.method) }
+    case .file(let path):
+      let fd = open(path, O_RDONLY | O_CLOEXEC)
+      guard fd >= 0 else {
+        throw TransferFailure(code: "read", message: "cannot read \(path): \(String(cString: strerror(errno)))")
+      }
+      uploadDescriptor = fd
+      var info = stat()
+      fstat(fd, &info)
+      let size = Int64(info.st_size)
+      try easy.set(CURLOPT_READDATA, pointer: context)
+      try easy.setCallback(CURLOPT_READFUNCTION, Transfer.readCallback)
+      try easy.set(CURLOPT_SEEKDATA, pointer: context)
+      try easy.setSeekCallback(Transfer.seekCallback)
+      if method == "PUT" {
+        try easy.set(CURLOPT_UPLOAD, 1)
+        try easy.set(CURLOPT_INFILESIZE_LARGE, offset: size)
+      } else {
+        try easy.set(CURLOPT_POST, 1)
+        try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: size)
+        if method != "POST" { try easy.set(CURLOPT_CUSTOMREQUEST, spec.method) }
+      }
+      // No `Expect: 100-continue` round trip: the servers batchdl talks to accept bodies directly.
+      headers.append("Expect:")
+    case .form(let parts):
+      try easy.setForm(parts.map { ($0.name, $0.value, $0.file) })
+      if method != "POST" { try easy.set(CURLOPT_CUSTOMREQUEST, spec.method) }
+    }
+  }
+
+  /// The final response head, once complete.
+  var head: ResponseHead { parser.head }
+
+  /// The body's sink for a 2xx response, made when the first body byte arrives.
+  private func makeSink() -> BodySink? {
+    switch spec.target {
+    case .file(let path):
+      do {
+        return try FileSink(path: path)
+      } catch {
+        callbackFailure = error
+        return nil
+      }
+    case .memory(let limit, let spill):
+      let memory = MemorySink(limit: limit, spill: spill) { [weak self] spill in
+        do throws(TransferFailure) {
+          let file = try FileSink(path: spill.path)
+          self?.becameDownload = true
+          return file
+        } catch {
+          self?.callbackFailure = error
+          return nil
+        }
+      }
+      if let spill, Self.matches(spill, head: parser.head) {
+        guard memory.spillNow() else { return nil }
+      }
+      return memory
+    }
+  }
+
+  static func matches(_ spill: TransferSpec.Spill, head: ResponseHead) -> Bool {
+    if let type = head.mediaType, spill.contentTypes.contains(where: { $0.lowercased() == type }) { return true }
+    if let limit = spill.largerThan, let length = head.contentLength, length > limit { return true }
+    return false
+  }
+
+  // MARK: - Callbacks
+
+  private func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
+    guard parser.head.isSuccess else {
+      if errorBody.count < 2048 { errorBody.append(contentsOf: bytes.prefix(2048 - errorBody.count)) }
+      return bytes.count
+    }
+    if sink == nil {
+      sink = makeSink()
+      if sink == nil { return 0 }
+    }
+    guard let sink, sink.write(bytes) else {
+      callbackFailure = callbackFailure ?? self.sink?.failure
+      return 0
+    }
+    received = sink.count
+    return bytes.count
+  }
+
+  private func headerLine(_ bytes: UnsafeRawBufferPointer) -> Int {
+    parser.consume(bytes)
+    if parser.complete, parser.head.isSuccess {
+      expected = parser.head.contentLength ?? -1
+    }
+    return bytes.count
+  }
+
+  private func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+    while true {
+      let count = pread(uploadDescriptor, buffer.baseAddress, buffer.count, off_t(uploadOffset))
+      if count < 0 {
+        if errno == EINTR { continue }
+        return Int(ccurl_readfunc_abort)
+      }
+      uploadOffset += Int64(count)
+      return count
+    }
+  }
+
+  private static let writeCallback: ccurl_data_callback = { data, size, count, context in
+    guard let context else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    return transfer.receive(UnsafeRawBufferPointer(start: data, count: size * count))
+  }
+
+  private static let headerCallback: ccurl_data_callback = { data, size, count, context in
+    guard let context else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    return transfer.headerLine(UnsafeRawBufferPointer(start: data, count: size * count))
+  }
+
+  private static let readCallback: ccurl_data_callback = { data, size, count, context in
+    guard let context, let data else { return Int(ccurl_readfunc_abort) }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    return transfer.read(into: UnsafeMutableRawBufferPointer(start: data, count: size * count))
+  }
+
+  private static let seekCallback: ccurl_seek_callback = { context, offset, origin in
+    guard let context, origin == SEEK_SET else { return ccurl_seekfunc_cantseek }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    transfer.uploadOffset = Int64(offset)
+    return ccurl_seekfunc_ok
+  }
+
+  private static let progressCallback: ccurl_xferinfo_callback = { _, _, _, _, _ in 0 }
+
+  // MARK: - Outcome
+
+  /// The result of the finished attempt, given libcurl's code for it.
+  func outcome(_ code: CURLcode, attempts: Int) -> Result<TransferResult, TransferFailure> {
+    if let callbackFailure {
+      var failure = callbackFailure
+      failure.attempts = attempts
+      return .failure(failure)
+    }
+    if code != CURLE_OK {
+      var failure = FailureClassifier.classify(code, message: easy.message(for: code))
+      failure.attempts = attempts
+      return .failure(failure)
+    }
+    let head = parser.head
+    guard head.isSuccess else {
+      var failure = FailureClassifier.classify(status: head.status, reason: head.reason, body: errorBody)
+      failure.attempts = attempts
+      return .failure(failure)
+    }
+    if sink == nil { sink = makeSink() }
+    guard let sink else {
+      return .failure(callbackFailure ?? TransferFailure(code: "write", message: "no place to keep the body", attempts: attempts))
+    }
+    switch sink.finish() {
+    case .failure(var failure):
+      failure.attempts = attempts
+      return .failure(failure)
+    case .success(let (size, sha256)):
+      if let length = head.contentLength, head.encoding == nil, spec.method.uppercased() != "HEAD", length != size {
+        return .failure(
+          TransferFailure(code: "network", message: "the connection ended after \(size) of \(length) bytes", attempts: attempts))
+      }
+      var file: String?
+      var body: [UInt8]?
+      if let fileSink = sink as? FileSink {
+        file = fileSink.path
+      } else if let memory = sink as? MemorySink {
+        if let spilled = memory.spilled { file = spilled.path } else { body = memory.body }
+      }
+      return .success(
+        TransferResult(
+          head: head, size: size, sha256: sha256, file: file, body: body, becameDownload: becameDownload,
+          attempts: attempts, effectiveURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? spec.url))
+    }
+  }
+}

@@ -1,0 +1,123 @@
+/// Everything the engine needs to send one request and keep its response: no manifest, no plan.
+public struct TransferSpec: Sendable {
+  public enum Body: Sendable {
+    case none
+    case bytes([UInt8])
+    /// A file streamed from disk (uploads, `body_file`).
+    case file(String)
+    case form([FormPart])
+  }
+
+  public struct FormPart: Sendable {
+    public var name: String
+    public var value: String
+    public var file: String?
+
+    public init(name: String, value: String, file: String?) {
+      self.name = name
+      self.value = value
+      self.file = file
+    }
+  }
+
+  /// Where a 2xx body goes.
+  public enum Target: Sendable {
+    /// Into this partial file (created or truncated).
+    case file(String)
+    /// Into memory, at most `limit` bytes; past that, or when `spill` matches the response, into
+    /// `spill.path` (a data task that becomes a download).
+    case memory(limit: Int64, spill: Spill?)
+  }
+
+  /// When a data task becomes a download.
+  public struct Spill: Sendable {
+    public var contentTypes: [String]
+    public var largerThan: Int64?
+    public var path: String
+
+    public init(contentTypes: [String], largerThan: Int64?, path: String) {
+      self.contentTypes = contentTypes
+      self.largerThan = largerThan
+      self.path = path
+    }
+  }
+
+  public var method: String
+  public var url: String
+  /// `Name: value` lines.
+  public var headers: [String]
+  public var body: Body
+  public var target: Target
+  /// Idle limit for one attempt.
+  public var requestTimeout: Interval
+  /// Budget for all attempts; nil is unlimited.
+  public var resourceTimeout: Interval?
+  public var retry: RetryPolicy
+  /// Bytes per second for this transfer; nil is unlimited.
+  public var rateLimit: Int64?
+  /// Per-host cap key and limit (the session's `max_connections_per_host`).
+  public var hostKey: String
+  public var hostLimit: Int
+  /// Per-session cap key and limit (the session's `max_concurrent`).
+  public var sessionKey: Int
+  public var sessionLimit: Int
+  /// Skip TLS verification (a session's `insecure: true`).
+  public var insecure: Bool
+  /// Ask for compressed bodies and decode them (data tasks); false sends `Accept-Encoding: identity`
+  /// (downloads, whose bytes on disk must be the resource's own).
+  public var decodeContent = false
+
+  public init(
+    method: String, url: String, headers: [String], body: Body, target: Target, requestTimeout: Interval,
+    resourceTimeout: Interval?, retry: RetryPolicy, rateLimit: Int64?, hostKey: String, hostLimit: Int,
+    sessionKey: Int, sessionLimit: Int, insecure: Bool = false
+  ) {
+    self.method = method
+    self.url = url
+    self.headers = headers
+    self.body = body
+    self.target = target
+    self.requestTimeout = requestTimeout
+    self.resourceTimeout = resourceTimeout
+    self.retry = retry
+    self.rateLimit = rateLimit
+    self.hostKey = hostKey
+    self.hostLimit = hostLimit
+    self.sessionKey = sessionKey
+    self.sessionLimit = sessionLimit
+    self.insecure = insecure
+  }
+}
+
+/// A finished transfer's response.
+public struct TransferResult: Sendable {
+  public var head: ResponseHead
+  public var size: Int64
+  /// Lower-case hex SHA-256 of the body.
+  public var sha256: String
+  /// The partial file holding the body, when it went to a file.
+  public var file: String?
+  /// The body, when it stayed in memory.
+  public var body: [UInt8]?
+  public var becameDownload: Bool
+  public var attempts: Int
+  /// The URL after redirects.
+  public var effectiveURL: String
+}
+
+/// Why a transfer failed, with a stable code for reports (`http-404`, `timeout`, `connect`...).
+public struct TransferFailure: Error, Sendable, CustomStringConvertible {
+  public var code: String
+  public var message: String
+  public var status: Int?
+  public var attempts: Int
+
+  public init(code: String, message: String, status: Int? = nil, attempts: Int = 0) {
+    self.code = code
+    self.message = message
+    self.status = status
+    self.attempts = attempts
+  }
+
+  public var description: String { "\(code): \(message)" }
+}

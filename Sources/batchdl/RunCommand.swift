@@ -1,0 +1,87 @@
+import ArgumentParser
+import BatchDL
+
+extension ProgressMode: ExpressibleByArgument {}
+
+struct RunCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "run",
+    abstract: "Plan and execute a manifest.",
+    discussion: """
+      Checks the manifest, then sends each request once (in plan order, under the sessions' \
+      connection caps), retries what a retry can fix, checks sha256 and size, and renames each \
+      file into place only when it is complete and correct.
+
+      Exit codes: 0 every task completed; 1 a task failed; 2 invalid manifest or usage; \
+      4 another run holds the state folder's lock.
+
+      Example:
+        batchdl run mirror.yaml --report report.json --junit junit.xml
+        MIRROR_TOKEN=... batchdl run mirror.yaml --quiet --progress never
+      """
+  )
+
+  @Argument(help: "The manifest.")
+  var manifest: String
+
+  @Option(help: ArgumentHelp("Write the JSON report (stable for diff) to this file.", valueName: "file"))
+  var report: String?
+
+  @Option(help: ArgumentHelp("Write a JUnit XML report to this file.", valueName: "file"))
+  var junit: String?
+
+  @Option(help: ArgumentHelp("Stream events as JSON lines to this file.", valueName: "file"))
+  var events: String?
+
+  @Option(help: ArgumentHelp("State folder (default: .batchdl/ beside the manifest).", valueName: "dir"))
+  var state: String?
+
+  @Option(help: "At most this many transfers at once (default: the largest max_concurrent).")
+  var jobs: Int?
+
+  @Option(help: ArgumentHelp("Run only this shard's requests (I from 0 to N-1).", valueName: "I/N"))
+  var shard: String?
+
+  @Option(help: "Progress display: auto (bars on a terminal), always, never.")
+  var progress: ProgressMode = .auto
+
+  @Flag(name: .shortAndLong, help: "Print only failures and their summary.")
+  var quiet = false
+
+  @Flag(help: "Add times to the JSON and JUnit reports.")
+  var timings = false
+
+  func validate() throws {
+    if let shard, case .failure(let problem) = Shard.parse(shard) { throw ValidationError(problem.description) }
+    if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
+  }
+
+  func run() throws {
+    var stderr = StandardError()
+    let plan: Plan
+    do {
+      plan = try ManifestCheck.plan(path: manifest)
+    } catch {
+      ManifestCheck.report(error.diagnostics, for: manifest, to: &stderr)
+      throw ExitCode(ExitStatus.invalid.rawValue)
+    }
+    ManifestCheck.report(plan.warnings, for: manifest, to: &stderr)
+    var options = RunOptions()
+    options.statePath = state
+    options.jobs = jobs
+    options.shard = shard.flatMap { try? Shard.parse($0).get() }
+    options.reportPath = report
+    options.junitPath = junit
+    options.eventsPath = events
+    options.progress = progress
+    options.quiet = quiet
+    options.timings = timings
+    do {
+      let status = try Runner(plan: plan, options: options).run()
+      if status != .success { throw ExitCode(status.rawValue) }
+    } catch let error as RunError {
+      stderr.write("batchdl: \(error)\n")
+      throw ExitCode(error.status.rawValue)
+    }
+  }
+}
