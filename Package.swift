@@ -9,6 +9,7 @@ let package = Package(
   products: [
     .executable(name: "batchdl", targets: ["batchdl"]),
     .library(name: "BatchDL", targets: ["BatchDL"]),
+    .executable(name: "batchdl-testserver", targets: ["batchdl-testserver"]),
   ],
   dependencies: [
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -43,6 +44,19 @@ let package = Package(
       swiftSettings: strict
     ),
     .target(
+      name: "TestServer",
+      path: "Sources/TestServer",
+      swiftSettings: strict
+    ),
+    .executableTarget(
+      name: "batchdl-testserver",
+      dependencies: [
+        "TestServer",
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      ],
+      swiftSettings: strict
+    ),
+    .target(
       name: "TestSupport",
       dependencies: ["BatchDL"],
       path: "Tests/TestSupport",
@@ -60,7 +74,12 @@ let package = Package(
     ),
     .testTarget(
       name: "EndToEndTests",
-      dependencies: ["TestSupport"],
+      dependencies: ["TestSupport", "TestServer"],
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "TestServerTests",
+      dependencies: ["TestServer"],
       swiftSettings: strict
     ),
   ]

@@ -122,7 +122,9 @@ struct ManifestDecoder {
         switch PathRules.normalize(written, allowAbsolute: true) {
         case .success(let path): result.dest = path
         case .failure(let problem) where problem.climbsOut:
-          diagnostics.error(value.mark, "dest '\(written)' climbs out of the manifest's folder with '..'; write an absolute path to put outputs elsewhere")
+          diagnostics.error(
+            value.mark,
+            "dest '\(written)' climbs out of the manifest's folder with '..'; write an absolute path to put outputs elsewhere")
         case .failure(let problem): diagnostics.error(value.mark, "dest '\(written)' \(problem.message)")
         }
       case "timeouts":

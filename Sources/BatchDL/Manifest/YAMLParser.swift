@@ -132,9 +132,8 @@ public struct YAMLParser {
             && tag != "tag:yaml.org,2002:str"
           // Expansion problems point into the scalar: keep its source when it may have one.
           var source = value.contains("${") ? self.source(from: event.start_mark, to: event.end_mark) : nil
-          if let written = source,
-            scalar.style == YAML_PLAIN_SCALAR_STYLE ? !written.hasSuffix(value) : !(written.last == "\"" || written.last == "'")
-          {
+          let quoted = { (text: String) in text.last == "\"" || text.last == "'" }
+          if let written = source, scalar.style == YAML_PLAIN_SCALAR_STYLE ? !written.hasSuffix(value) : !quoted(written) {
             source = nil
           }
           let node = YAMLNode(.scalar(value, plain: plain), mark: start, weight: 1, source: source)

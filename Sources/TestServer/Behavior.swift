@@ -1,0 +1,218 @@
+import Foundation
+
+/// One request as the server received it, kept in the server's request log.
+public struct RecordedRequest: Sendable, Equatable {
+  /// The request method as sent, e.g. "GET".
+  public var method: String
+  /// The path of the request target, without the query (not percent-decoded).
+  public var path: String
+  /// The part of the target after "?", or nil when there was none.
+  public var query: String?
+  /// The HTTP version from the request line, e.g. "HTTP/1.1".
+  public var version: String
+  /// The request headers, names lower-cased; repeated headers are joined with ", ".
+  public var headers: [String: String]
+  /// The request body, decoded from chunked transfer coding when it was chunked.
+  public var body: [UInt8]
+  /// Which TCP connection carried the request (1 for the server's first connection, and so on).
+  public var connectionID: Int
+
+  /// Makes a request record (tests of handlers may build their own).
+  public init(
+    method: String, path: String, query: String? = nil, version: String = "HTTP/1.1",
+    headers: [String: String] = [:], body: [UInt8] = [], connectionID: Int = 0
+  ) {
+    self.method = method
+    self.path = path
+    self.query = query
+    self.version = version
+    self.headers = headers
+    self.body = body
+    self.connectionID = connectionID
+  }
+
+  /// The value of header `name` (any case), or nil.
+  public func header(_ name: String) -> String? {
+    headers[name.lowercased()]
+  }
+
+  /// The body decoded as UTF-8.
+  public var bodyText: String {
+    String(decoding: body, as: UTF8.self)
+  }
+}
+
+/// A canned response: status, headers and body. `Content-Length` is added unless the headers set it.
+public struct Response: Sendable, Equatable {
+  /// The status code, e.g. 200.
+  public var status: Int
+  /// Header names and values, sent as given.
+  public var headers: [String: String]
+  /// The body (not sent for HEAD requests, 1xx, 204 and 304).
+  public var body: [UInt8]
+
+  /// Makes a response from raw bytes.
+  public init(status: Int, headers: [String: String] = [:], body: [UInt8] = []) {
+    self.status = status
+    self.headers = headers
+    self.body = body
+  }
+
+  /// Makes a `text/plain; charset=utf-8` response (unless `headers` names another content type).
+  public static func text(_ status: Int, _ text: String, headers: [String: String] = [:]) -> Response {
+    var all = ["Content-Type": "text/plain; charset=utf-8"]
+    for (name, value) in headers { all[name] = value }
+    return Response(status: status, headers: all, body: Array(text.utf8))
+  }
+
+  /// Makes an `application/json` response whose body is `json` as given.
+  public static func json(_ status: Int, _ json: String, headers: [String: String] = [:]) -> Response {
+    var all = ["Content-Type": "application/json"]
+    for (name, value) in headers { all[name] = value }
+    return Response(status: status, headers: all, body: Array(json.utf8))
+  }
+}
+
+/// An entity tag, strong (`"v1"`) or weak (`W/"v1"`).
+public struct ETag: Sendable, Equatable {
+  /// The opaque tag without quotes.
+  public var tag: String
+  /// Whether the tag is weak (`W/` prefix).
+  public var isWeak: Bool
+
+  /// Makes a tag from its opaque value.
+  public init(_ tag: String, weak: Bool = false) {
+    self.tag = tag
+    self.isWeak = weak
+  }
+
+  /// A strong tag.
+  public static func strong(_ tag: String) -> ETag { ETag(tag) }
+
+  /// A weak tag.
+  public static func weak(_ tag: String) -> ETag { ETag(tag, weak: true) }
+
+  /// The header form: `"tag"` or `W/"tag"`.
+  public var headerValue: String {
+    (isWeak ? "W/" : "") + "\"" + tag + "\""
+  }
+
+  /// Parses a header form; nil when it is not a quoted tag.
+  public init?(headerValue: String) {
+    var text = Substring(headerValue.trimmingCharacters(in: .whitespaces))
+    var weak = false
+    if text.hasPrefix("W/") {
+      weak = true
+      text = text.dropFirst(2)
+    }
+    guard text.count >= 2, text.first == "\"", text.last == "\"" else { return nil }
+    self.init(String(text.dropFirst().dropLast()), weak: weak)
+  }
+}
+
+/// A body sent slowly: `chunkBytes` at a time with `interval` seconds between chunks.
+public struct Trickle: Sendable, Equatable {
+  /// Bytes written per chunk (at least 1).
+  public var chunkBytes: Int
+  /// Seconds to wait between chunks.
+  public var interval: TimeInterval
+
+  /// Makes a trickle setting.
+  public init(chunkBytes: Int, interval: TimeInterval) {
+    self.chunkBytes = max(1, chunkBytes)
+    self.interval = interval
+  }
+}
+
+/// A static file answered to GET and HEAD, with validators, ranges and fault injection.
+public struct FileResource: Sendable {
+  /// The file's bytes.
+  public var body: [UInt8]
+  /// The `Content-Type` header value.
+  public var contentType: String
+  /// The entity tag sent as `ETag`, if any.
+  public var etag: ETag?
+  /// The `Last-Modified` date, if any (whole seconds count).
+  public var lastModified: Date?
+  /// Always answer 200 with the whole body, ignoring `Range` (and sending no `Accept-Ranges`).
+  public var ignoreRange: Bool
+  /// Send this many body bytes, then close the socket without finishing the response.
+  public var dropAfter: Int?
+  /// How many responses are cut by `dropAfter` before the file answers normally.
+  public var dropTimes: Int
+  /// Seconds to wait between the headers and the body.
+  public var stallAfterHeaders: TimeInterval?
+  /// How many responses stall before the file answers promptly.
+  public var stallTimes: Int
+  /// Send the body slowly.
+  public var trickle: Trickle?
+  /// The `Content-Encoding` header value (the body is sent exactly as given).
+  public var contentEncoding: String?
+  /// Send the body with `Transfer-Encoding: chunked` instead of `Content-Length`.
+  public var chunked: Bool
+  /// More headers to send with every answer.
+  public var extraHeaders: [String: String]
+
+  /// Makes a file; `dropTimes` and `stallTimes` default to every request.
+  public init(
+    body: [UInt8], contentType: String = "application/octet-stream", etag: ETag? = nil,
+    lastModified: Date? = nil, ignoreRange: Bool = false, dropAfter: Int? = nil, dropTimes: Int = .max,
+    stallAfterHeaders: TimeInterval? = nil, stallTimes: Int = .max, trickle: Trickle? = nil,
+    contentEncoding: String? = nil, chunked: Bool = false, extraHeaders: [String: String] = [:]
+  ) {
+    self.body = body
+    self.contentType = contentType
+    self.etag = etag
+    self.lastModified = lastModified
+    self.ignoreRange = ignoreRange
+    self.dropAfter = dropAfter
+    self.dropTimes = dropTimes
+    self.stallAfterHeaders = stallAfterHeaders
+    self.stallTimes = stallTimes
+    self.trickle = trickle
+    self.contentEncoding = contentEncoding
+    self.chunked = chunked
+    self.extraHeaders = extraHeaders
+  }
+
+  /// Makes a text file (`text/plain; charset=utf-8` unless told otherwise).
+  public init(text: String, contentType: String = "text/plain; charset=utf-8", etag: ETag? = nil) {
+    self.init(body: Array(text.utf8), contentType: contentType, etag: etag)
+  }
+}
+
+/// What a route answers.
+public enum Behavior: Sendable {
+  /// A static file with ranges, validators and optional faults.
+  case file(FileResource)
+  /// Successive requests get successive responses; after the last one the last repeats.
+  case sequence([Response])
+  /// A redirect with `status` (301, 302, 303, 307 or 308) to `location`, sent as given.
+  case redirect(status: Int, location: String)
+  /// Records uploads and answers 201 with JSON `{"bytes": N, "sha256": "hex"}`.
+  case uploadSink
+  /// Answers 200 with the request's headers as a JSON object (lower-cased names).
+  case echoHeaders
+  /// Answers whatever the closure returns.
+  case handler(@Sendable (RecordedRequest) -> Response)
+
+  /// A file from bytes; see `FileResource` for the options.
+  public static func file(
+    _ body: [UInt8], contentType: String = "application/octet-stream", etag: ETag? = nil,
+    lastModified: Date? = nil
+  ) -> Behavior {
+    .file(FileResource(body: body, contentType: contentType, etag: etag, lastModified: lastModified))
+  }
+
+  /// A text file (`text/plain; charset=utf-8`).
+  public static func text(_ text: String, etag: ETag? = nil, lastModified: Date? = nil) -> Behavior {
+    .file(
+      FileResource(
+        body: Array(text.utf8), contentType: "text/plain; charset=utf-8", etag: etag, lastModified: lastModified))
+  }
+
+  /// The same response to every request.
+  public static func fixed(_ response: Response) -> Behavior {
+    .sequence([response])
+  }
+}
