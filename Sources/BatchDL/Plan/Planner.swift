@@ -465,14 +465,19 @@ private struct PlanBuilder {
 
   mutating func resolveAfter() {
     let smallPlan = tasks.count <= 10_000
+    // A `list:` entry's `after:` belongs to every line: report (and look for a suggestion) once.
+    var reported = Set<SourceMark>()
+    var candidates: [String]?
     for (task, refs) in afterRefs {
       var resolved: [(task: Int32, ref: TaskReference)] = []
       for ref in refs {
         guard let target = self.task(withID: ref.id) else {
-          if partial { continue }
+          if partial || !reported.insert(ref.mark).inserted { continue }
           var hint = ""
           if smallPlan {
-            hint = Suggestions.hint(for: ref.id, in: tasks.map { text.string($0.id) })
+            let ids = candidates ?? tasks.map { text.string($0.id) }
+            candidates = ids
+            hint = Suggestions.hint(for: ref.id, in: ids)
           }
           diagnostics.error(ref.mark, "after: no task has the id '\(redactor.text(ref.id))'\(hint)")
           continue

@@ -46,6 +46,11 @@ public final class URLNormalizer {
     _ = curl_url_set(handle, CURLUPART_URL, nil, 0)
     let code = curl_url_set(handle, CURLUPART_URL, url, 0)
     guard code == CURLUE_OK else {
+      if code == CURLUE_UNSUPPORTED_SCHEME, let end = url.range(of: "://") {
+        // Schemes this libcurl does not know (s3://, ws://) get the same answer as ftp://.
+        let scheme = url[..<end.lowerBound].lowercased()
+        return .failure(Problem(description: "only http and https URLs are allowed, not \(scheme):"))
+      }
       let lowered = url.lowercased()
       if !lowered.hasPrefix("http://") && !lowered.hasPrefix("https://") && !lowered.contains("://") {
         return .failure(Problem(description: "'\(Redactor.stripUserInfo(url))' is not a URL: write it in full, starting with https:// or http://"))

@@ -49,7 +49,7 @@ public struct RunReport: Sendable {
 
   /// JUnit XML: one test suite per session, one test case per task; failed tasks are failures,
   /// deferred ones skipped.
-  public func junit() -> String {
+  public func junit(timings: Bool) -> String {
     let bySession = Dictionary(grouping: sortedResults, by: \.session)
     var out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
     let failures = results.count { $0.outcome == .failed }
@@ -60,7 +60,7 @@ public struct RunReport: Sendable {
       let skipped = cases.count { $0.outcome == .deferred || $0.outcome == .cancelled }
       out += "  <testsuite name=\"\(Self.escape(session))\" tests=\"\(cases.count)\" failures=\"\(failed)\" skipped=\"\(skipped)\">\n"
       for result in cases {
-        let time = result.seconds.map { " time=\"\(String(format: "%.3f", $0))\"" } ?? ""
+        let time = timings ? result.seconds.map { " time=\"\(String(format: "%.3f", $0))\"" } ?? "" : ""
         out += "    <testcase classname=\"\(Self.escape(session))\" name=\"\(Self.escape(result.id))\"\(time)"
         switch result.outcome {
         case .failed:

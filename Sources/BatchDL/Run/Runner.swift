@@ -122,7 +122,7 @@ public final class Runner: TransferObserver {
     eventLog?.flush()
     do {
       if let path = options.reportPath { try AtomicFile.write(report.json(timings: options.timings), to: path) }
-      if let path = options.junitPath { try AtomicFile.write(report.junit(), to: path) }
+      if let path = options.junitPath { try AtomicFile.write(report.junit(timings: options.timings), to: path) }
     } catch {
       throw .setup("cannot write the report: \(error)")
     }

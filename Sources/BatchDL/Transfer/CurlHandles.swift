@@ -106,7 +106,7 @@ final class EasyHandle {
       if let file = field.file {
         try check(curl_mime_filedata(part, file), "the form file \(file)")
       } else {
-        try check(curl_mime_data(part, field.value, Int(bitPattern: UInt(CURL_ZERO_TERMINATED))), "the form field \(field.name)")
+        try check(curl_mime_data(part, field.value, field.value.utf8.count), "the form field \(field.name)")
       }
     }
     try check(ccurl_easy_setopt_mime(raw, form), "the form")

@@ -273,9 +273,7 @@ public final class Engine {
       timers.push(Timer(due: now + UInt64(delay.milliseconds), job: job))
       return
     }
-    if case .success = outcome, !transfer.announced {
-      observer?.transferReceivedResponse(job, head: transfer.head)
-    }
+    if case .success = outcome { announce(transfer) }
     complete(job, outcome)
   }
 
@@ -315,11 +313,16 @@ public final class Engine {
   }
 
   private func announce() {
-    for transfer in active.values where !transfer.announced && transfer.parser.complete {
+    for transfer in active.values { announce(transfer) }
+  }
+
+  /// Reports a transfer's response head and its switch to a download, once each.
+  private func announce(_ transfer: Transfer) {
+    if !transfer.announced && transfer.parser.complete && transfer.head.isSuccess {
       transfer.announced = true
-      if transfer.head.isSuccess { observer?.transferReceivedResponse(transfer.job, head: transfer.head) }
+      observer?.transferReceivedResponse(transfer.job, head: transfer.head)
     }
-    for transfer in active.values where transfer.becameDownload && !transfer.announcedDownload {
+    if transfer.becameDownload && !transfer.announcedDownload {
       transfer.announcedDownload = true
       observer?.transferBecameDownload(transfer.job)
     }

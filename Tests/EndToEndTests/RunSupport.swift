@@ -1,0 +1,76 @@
+import Foundation
+import TestServer
+import TestSupport
+
+/// A manifest run by the built binary against a loopback test server, in a fresh folder.
+final class RunFixture {
+  let server: TestHTTPServer
+  let folder = TemporaryDirectory()
+
+  init() throws {
+    server = try TestHTTPServer()
+  }
+
+  deinit {
+    server.stop()
+  }
+
+  /// `yaml` with `BASE` replaced by the server's base URL.
+  func manifest(_ yaml: String, name: String = "manifest.yaml") {
+    folder.write(name, yaml.replacingOccurrences(of: "BASE", with: server.baseURL))
+  }
+
+  /// Runs `batchdl run manifest.yaml --report report.json --events events.jsonl --progress never` plus `extra`.
+  @discardableResult
+  func run(
+    _ extra: [String] = [], environment: [String: String] = [:], timeout: TimeInterval = 60
+  ) throws -> BinaryRunner.Outcome {
+    try BinaryRunner.run(
+      ["run", "manifest.yaml", "--report", "report.json", "--events", "events.jsonl", "--progress", "never"] + extra,
+      in: folder.path, environment: environment, timeout: timeout)
+  }
+
+  /// The report's tasks by id.
+  func tasks() throws -> [String: [String: Any]] {
+    let data = Data((folder.read("report.json") ?? "").utf8)
+    let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+    let tasks = object?["tasks"] as? [[String: Any]] ?? []
+    return Dictionary(uniqueKeysWithValues: tasks.compactMap { task in (task["id"] as? String).map { ($0, task) } })
+  }
+
+  func summary() throws -> [String: Any] {
+    let data = Data((folder.read("report.json") ?? "").utf8)
+    let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+    return object?["summary"] as? [String: Any] ?? [:]
+  }
+
+  /// The events, one object per line.
+  func events() -> [[String: Any]] {
+    (folder.read("events.jsonl") ?? "").split(separator: "\n").compactMap { line in
+      (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+    }
+  }
+
+  /// Every file under the folder except the state folder, relative to it.
+  func files() -> [String] {
+    let root = folder.path
+    let enumerator = FileManager.default.enumerator(atPath: root)
+    var result: [String] = []
+    while let path = enumerator?.nextObject() as? String {
+      var isDirectory: ObjCBool = false
+      if FileManager.default.fileExists(atPath: root + "/" + path, isDirectory: &isDirectory), !isDirectory.boolValue {
+        result.append(path)
+      }
+    }
+    return result.sorted()
+  }
+
+  /// Whether `name` exists with exactly `expected` as its contents.
+  func holds(_ name: String, _ expected: [UInt8]) -> Bool {
+    bytes(name) == expected
+  }
+
+  func bytes(_ name: String) -> [UInt8]? {
+    FileManager.default.contents(atPath: folder.path + "/" + name).map { [UInt8]($0) }
+  }
+}
