@@ -1,0 +1,258 @@
+import TestSupport
+import Testing
+
+@testable import BatchDL
+
+/// `list:` entries: one task per line of a file of URLs.
+@Suite struct ListFileTests {
+  static let listManifest = """
+    version: 1
+    sessions:
+      s:
+        dest: out
+        tasks:
+          - list: urls.txt
+            to: files/
+    """
+
+  @Test func expandsOneTaskPerLine() throws {
+    let urls = """
+      # nightly mirror
+      https://a.example/pub/one.tar.gz
+
+      https://a.example/pub/two.tar.gz   renamed.tar.gz
+      \thttps://b.example/three.iso\tiso/three.iso\t
+        # an indented comment
+      https://b.example/dir/four.bin sub/folder/
+
+      """
+    let planned = try planned(Self.listManifest, files: ["urls.txt": urls])
+    let plan = planned.plan
+    #expect(plan.tasks.count == 4)
+    #expect(plan.requests.count == 4)
+    #expect(
+      plan.tasks.map { plan.destination(of: $0) } == [
+        "out/files/one.tar.gz", "out/files/renamed.tar.gz", "out/files/iso/three.iso",
+        "out/files/sub/folder/four.bin",
+      ])
+    #expect(plan.tasks.map { plan.id(of: $0) } == plan.tasks.map { plan.destination(of: $0) ?? "" })
+    #expect(plan.tasks.map(\.line) == [2, 4, 5, 7])
+    #expect(plan.tasks.allSatisfy { $0.kind == .download && $0.entry == 0 && $0.session == 0 })
+    #expect(plan.tasks.map { plan.url(of: $0) }[2] == "https://b.example/three.iso")
+    #expect(planned.plan.warnings.isEmpty)
+  }
+
+  @Test func windowsLineEndingsAndByteOrderMark() throws {
+    let urls = "\u{FEFF}https://a.example/one.bin\r\nhttps://a.example/two.bin  2.bin\r\n"
+    let planned = try planned(Self.listManifest, files: ["urls.txt": urls])
+    #expect(
+      planned.plan.tasks.map { planned.plan.destination(of: $0) } == ["out/files/one.bin", "out/files/2.bin"])
+    #expect(planned.orderedURLs == ["https://a.example/one.bin", "https://a.example/two.bin"])
+  }
+
+  @Test func listWithoutToUsesTheSessionDest() throws {
+    let planned = try planned(
+      manifest("- list: lists/urls.txt", dest: "mirror"),
+      files: ["lists/urls.txt": "https://a.example/x.bin\nhttps://a.example/y.bin y/z.bin\n"])
+    #expect(planned.plan.tasks.map { planned.plan.destination(of: $0) } == ["mirror/x.bin", "mirror/y/z.bin"])
+  }
+
+  @Test func dataListAndListSettingsApplyToEveryLine() throws {
+    let planned = try planned(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - list: urls.txt
+              kind: data
+              to: json/
+              headers: {Accept: application/json}
+              priority: high
+            - download: https://a.example/1.json
+              to: plain/1.json
+      """,
+      files: ["urls.txt": "https://a.example/1.json\nhttps://a.example/2.json\n"])
+    let plan = planned.plan
+    #expect(plan.tasks.count == 3)
+    // The manifest task sends no Accept header: another request.
+    #expect(plan.requests.count == 3)
+    #expect(plan.tasks.prefix(2).allSatisfy { $0.kind == .data })
+    #expect(plan.requests.prefix(2).allSatisfy { $0.priority == .high })
+    #expect(planned.orderedTasks.prefix(2).flatMap { $0 } == ["json/1.json", "json/2.json"])
+  }
+
+  @Test func listAfterAppliesToEveryLine() throws {
+    let planned = try planned(
+      manifest(
+        """
+        - download: https://z.example/index.txt
+        - list: urls.txt
+          after: index.txt
+        """),
+      files: ["urls.txt": "https://a.example/1\nhttps://b.example/2\n"])
+    #expect(planned.orderedURLs.first == "https://z.example/index.txt")
+    #expect(planned.plan.requests.filter { $0.dependencies.count == 1 }.count == 2)
+  }
+
+  /// Once, and quickly: looking for a suggestion per line made a 5,000-line list take minutes.
+  @Test func unknownListAfterIsReportedOnce() {
+    let urls = (0..<2_000).map { "https://a.example/dir/file-\($0).bin" }.joined(separator: "\n")
+    let start = ContinuousClock.now
+    expectProblems(
+      manifest(
+        """
+        - download: https://z.example/index.txt
+        - list: urls.txt
+          after: index.tx
+        """),
+      files: ["urls.txt": urls],
+      [Expected("7:16", "after: no task has the id 'index.tx'", "did you mean 'index.txt'?")])
+    #expect(ContinuousClock.now - start < .seconds(5))
+  }
+
+  @Test func badLinesReportFileLineAndColumn() {
+    let urls = """
+      https://a.example/fine.bin
+      not-a-url
+        ftp://a.example/file.bin
+      https://a.example/dir/
+      https://a.example/ok.bin   ../../escape.bin
+      https://a.example/abs.bin /etc/passwd
+      https://a.example/a%20b
+      https://b.example/fine.bin
+      """
+    expectProblems(
+      Self.listManifest, files: ["urls.txt": urls],
+      [
+        Expected("urls.txt:2:1", "'not-a-url' is not a URL"),
+        Expected("urls.txt:3:3", "only http and https URLs are allowed, not ftp:"),
+        Expected("urls.txt:4:1", "cannot name the file after the URL"),
+        Expected("urls.txt:5:28", "climbs out of its folder"),
+        Expected("urls.txt:6:27", "'/etc/passwd' is absolute"),
+        Expected("urls.txt:8:1", "two different requests write 'out/files/fine.bin'", "urls.txt:1:1"),
+      ])
+  }
+
+  @Test func conflictsBetweenListLinesAndManifestTasks() {
+    expectProblems(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - download: https://z.example/a.bin
+            - list: urls.txt
+      """,
+      files: ["urls.txt": "https://b.example/b.bin\nhttps://a.example/a.bin\nhttps://a.example/c a.bin/c\n"],
+      [
+        Expected("5:9", "'a.bin' is a file here but a folder for the task at urls.txt:3:1"),
+        Expected("urls.txt:2:1", "two different requests write 'a.bin'", "manifest.yaml:5:9"),
+      ])
+  }
+
+  @Test func repeatedLinesAreMergedWithOneWarning() throws {
+    let urls = """
+      https://a.example/1.bin
+      https://a.example/2.bin
+      https://A.example:443/1.bin
+      https://a.example/3.bin
+      https://a.example/2.bin
+      https://a.example/1.bin
+      """
+    let three = try planned(Self.listManifest, files: ["urls.txt": urls])
+    #expect(three.plan.tasks.count == 3)
+    #expect(three.plan.mergedDuplicates == 3)
+    expectMatch(
+      three.warnings,
+      [Expected("6:15", "3 lines of urls.txt repeat an earlier task", "were merged", severity: "warning")])
+
+    let once = try planned(Self.listManifest, files: ["urls.txt": "https://a.example/1\nhttps://a.example/1\n"])
+    expectMatch(
+      once.warnings, [Expected("6:15", "1 line of urls.txt repeats an earlier task", "was merged", severity: "warning")]
+    )
+  }
+
+  @Test func missingListFileIsReportedAtTheListValue() {
+    expectProblems(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - download: https://a.example/x
+            - list:   missing.txt
+              to: files/
+      """,
+      [Expected("6:17", "cannot read the list file missing.txt", "No such file or directory")])
+  }
+
+  @Test func listFileThatIsAFolder() {
+    let found = problems(manifest("- list: lists"), files: ["lists/a.txt": "https://a.example/x\n"])
+    expectMatch(found, [Expected("5:15", "cannot read the list file lists")])
+  }
+
+  @Test func emptyListFileGivesNoTasks() throws {
+    let planned = try planned(
+      manifest(
+        """
+        - list: urls.txt
+        - download: https://a.example/x
+        """),
+      files: ["urls.txt": "# nothing yet\n\n"])
+    #expect(planned.plan.tasks.count == 1)
+  }
+
+  @Test func moreThanFiftyBadLinesAreSummarised() {
+    let urls = (1...60).map { "bad-\($0)" }.joined(separator: "\n") + "\nhttps://a.example/fine\n"
+    let found = problems(Self.listManifest, files: ["urls.txt": urls])
+    #expect(found.count == 51)
+    expectMatch(Array(found.prefix(2)), [Expected("urls.txt:1:1", "'bad-1'"), Expected("urls.txt:2:1", "'bad-2'")])
+    #expect(found[49].hasPrefix("urls.txt:50:1: error: 'bad-50'"))
+    #expect(!found.contains { $0.contains("'bad-51'") })
+    expectMatch(
+      Array(found.suffix(1)),
+      [Expected("urls.txt:61:1", "10 more lines of urls.txt have problems", "only the first 50 are listed")])
+  }
+
+  @Test func summaryCountsEveryKindOfProblem() {
+    // 50 reported problems, then 3 unnamed, 2 conflicting and 1 escaping line that are only counted.
+    var lines = (1...50).map { "bad-\($0)" }
+    lines += ["https://a.example/", "https://a.example/dir/", "https://a.example/x/"]
+    lines += ["https://a.example/one.bin", "https://b.example/one.bin", "https://c.example/one.bin"]
+    lines += ["https://a.example/two.bin ../../two.bin"]
+    let found = problems(Self.listManifest, files: ["urls.txt": lines.joined(separator: "\n")])
+    #expect(found.count == 51)
+    #expect(found.last?.contains("6 more lines of urls.txt have problems") == true, "\(found.last ?? "")")
+  }
+
+  @Test func exactlyFiftyBadLinesAreAllListed() {
+    let urls = (1...50).map { "bad-\($0)" }.joined(separator: "\n")
+    let found = problems(Self.listManifest, files: ["urls.txt": urls])
+    #expect(found.count == 50)
+    #expect(!found.contains { $0.contains("more lines") })
+  }
+
+  @Test func eachListHasItsOwnLimit() {
+    let bad = (1...55).map { "bad-\($0)" }.joined(separator: "\n")
+    let found = problems(
+      manifest(
+        """
+        - list: one.txt
+        - list: two.txt
+        """),
+      files: ["one.txt": bad, "two.txt": "https://a.example/x\n" + bad])
+    #expect(found.count == 102)
+    #expect(found.contains { $0.hasPrefix("one.txt:55:1: error: 5 more lines of one.txt") })
+    #expect(found.contains { $0.hasPrefix("two.txt:56:1: error: 5 more lines of two.txt") })
+  }
+
+  @Test func largeListExpands() throws {
+    let urls = (0..<5_000).map { "https://host\($0 % 7).example/file-\($0).bin" }.joined(separator: "\n")
+    let planned = try planned(Self.listManifest, files: ["urls.txt": urls])
+    #expect(planned.plan.tasks.count == 5_000)
+    #expect(planned.plan.requests.count == 5_000)
+    #expect(planned.plan.hosts.count == 7)
+    #expect(planned.plan.tasks.last.map { planned.plan.destination(of: $0) } == "out/files/file-4999.bin")
+  }
+}
