@@ -20,21 +20,31 @@ protocol BodySink: AnyObject {
 
 /// Writes a body into a partial file with `pwrite` and hashes it.
 ///
-/// The first MiB is written on the engine thread; past that, writing and hashing move to a serial
-/// queue of their own, so that a large download's hashing overlaps the network instead of
-/// slowing it. At most `maxPending` chunks wait on that queue (back-pressure on the engine).
+/// The first MiB is written on the engine thread; past that, the bytes are gathered into a few
+/// reusable 256 KiB buffers that a serial queue of the sink's own writes and hashes, so that a large
+/// download's hashing overlaps the network instead of slowing it. When every buffer is in flight the
+/// engine waits (back-pressure), so memory stays at `bufferCount` buffers per sink.
 final class FileSink: BodySink, @unchecked Sendable {
   let path: String
   private let descriptor: Int32
   private var hasher = SHA256()
   private(set) var count: Int64 = 0
-  /// Offset of the next write done by whichever side writes (inline or the queue).
+  /// Offset of the next write, advanced by whichever side writes (inline, then only the queue).
   private var written: Int64 = 0
   private var queue: DispatchQueue?
-  private let pending = DispatchSemaphore(value: 64)
   private let lock = NSLock()
   private var writeError: TransferFailure?
   private let inlineLimit: Int64 = 1 << 20
+
+  private static let bufferSize = 256 << 10
+  private static let bufferCount = 8
+  /// Buffers not in flight (guarded by `lock`); `available` counts them.
+  private var spare: [UnsafeMutableRawBufferPointer] = []
+  private var allocated = 0
+  private let available = DispatchSemaphore(value: FileSink.bufferCount)
+  /// The buffer being filled on the engine thread.
+  private var current: UnsafeMutableRawBufferPointer?
+  private var filled = 0
 
   /// Creates (or truncates) `path`, never following a symlink there.
   init(path: String) throws(TransferFailure) {
@@ -47,7 +57,10 @@ final class FileSink: BodySink, @unchecked Sendable {
   }
 
   deinit {
+    queue?.sync {}
     close(descriptor)
+    if let current { current.deallocate() }
+    for buffer in spare { buffer.deallocate() }
   }
 
   var failure: TransferFailure? {
@@ -70,15 +83,50 @@ final class FileSink: BodySink, @unchecked Sendable {
     if queue == nil && count <= inlineLimit {
       return store(bytes)
     }
-    let queue = self.queue ?? DispatchQueue(label: "batchdl.sink")
-    self.queue = queue
-    let copy = [UInt8](bytes)
-    pending.wait()
-    queue.async {
-      copy.withUnsafeBytes { _ = self.store($0) }
-      self.pending.signal()
+    if queue == nil { queue = DispatchQueue(label: "batchdl.sink") }
+    var offset = 0
+    while offset < bytes.count {
+      let buffer = current ?? takeBuffer()
+      current = buffer
+      let take = min(bytes.count - offset, Self.bufferSize - filled)
+      if let base = bytes.baseAddress, let target = buffer.baseAddress {
+        (target + filled).copyMemory(from: base + offset, byteCount: take)
+      }
+      filled += take
+      offset += take
+      if filled == Self.bufferSize { submit() }
     }
     return true
+  }
+
+  private func takeBuffer() -> UnsafeMutableRawBufferPointer {
+    available.wait()
+    lock.lock()
+    defer { lock.unlock() }
+    if let buffer = spare.popLast() { return buffer }
+    allocated += 1
+    return .allocate(byteCount: Self.bufferSize, alignment: 64)
+  }
+
+  /// Hands the current buffer to the queue.
+  private func submit() {
+    guard let buffer = current, let queue else { return }
+    let chunk = Chunk(buffer: buffer, length: filled)
+    current = nil
+    filled = 0
+    queue.async {
+      self.store(UnsafeRawBufferPointer(rebasing: chunk.buffer[0..<chunk.length]))
+      self.lock.lock()
+      self.spare.append(chunk.buffer)
+      self.lock.unlock()
+      self.available.signal()
+    }
+  }
+
+  /// A filled buffer on its way to the queue; only the queue touches it until it is returned.
+  private struct Chunk: @unchecked Sendable {
+    var buffer: UnsafeMutableRawBufferPointer
+    var length: Int
   }
 
   /// Writes and hashes on whichever thread owns the file at the moment.
@@ -103,6 +151,7 @@ final class FileSink: BodySink, @unchecked Sendable {
   }
 
   func finish() -> Result<(size: Int64, sha256: String), TransferFailure> {
+    if filled > 0 { submit() }
     queue?.sync {}
     if let failure { return .failure(failure) }
     return .success((count, hasher.finalize().hexString))

@@ -130,30 +130,35 @@ public final class Engine {
   /// Runs every job to its end (or until `cancel()`).
   public func run() throws(CurlSetupError) {
     for index in jobs.indices where jobs[index].waitingOn == 0 { enqueue(index) }
+    var now = Self.now()
+    fireTimers(now: now)
+    admit(now: now)
     while remaining > 0 {
       if cancelled.isSet {
         abortAll()
         return
       }
-      let now = Self.now()
-      fireTimers(now: now)
-      admit(now: now)
       _ = try multi.perform()
       for (handle, code) in multi.finished() { finish(handle: handle, code: code) }
       announce()
+      if remaining == 0 { break }
+      // Refill before waiting: a new handle's first step is due at once, so the poll below
+      // returns immediately instead of sleeping while slots are free.
+      now = Self.now()
+      fireTimers(now: now)
+      admit(now: now)
       if now &- lastTick >= 100 {
         lastTick = now
         observer?.transferTick(
           active: active.values.map { ActiveTransfer(job: $0.job, received: $0.received, expected: $0.expected) })
       }
-      if remaining == 0 { break }
-      var wait: UInt64 = 100
-      if let next = timers.peek { wait = min(wait, next.due > now ? next.due - now : 0) }
-      if active.isEmpty && timers.isEmpty && readyKeys.isEmpty && remaining > 0 && blockedKeys.isEmpty {
+      if active.isEmpty && timers.isEmpty && readyKeys.isEmpty && blockedKeys.isEmpty && remaining > 0 {
         // Nothing can run: every remaining job waits on a dependency that will never finish.
         failStuckJobs()
         break
       }
+      var wait: UInt64 = 100
+      if let next = timers.peek { wait = min(wait, next.due > now ? next.due - now : 0) }
       try multi.poll(milliseconds: Int(wait))
     }
   }
