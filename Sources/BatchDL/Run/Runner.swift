@@ -181,7 +181,7 @@ public final class Runner: TransferObserver {
     var spec = TransferSpec(
       method: request.method, url: plan.url(of: request), headers: headers.map { "\($0.name): \($0.value)" },
       body: body, target: target, requestTimeout: session.timeouts.request, resourceTimeout: session.timeouts.resource,
-      retry: session.retry, rateLimit: session.network.rateLimit.map { max(1, $0 / Int64(max(1, session.network.maxConcurrent))) },
+      retry: session.retry, rateLimit: session.network.rateLimit,
       hostKey: plan.hosts[Int(request.host)], hostLimit: session.network.maxConnectionsPerHost,
       sessionKey: Int(request.session), sessionLimit: session.network.maxConcurrent)
     spec.decodeContent = tasks.allSatisfy { $0.kind == .data }

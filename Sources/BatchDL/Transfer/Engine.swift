@@ -75,6 +75,8 @@ public final class Engine {
   private var active: [UnsafeMutableRawPointer: Transfer] = [:]
   private var remaining: Int
   private var lastTick: UInt64 = 0
+  /// Per-session byte budgets for `rate_limit`.
+  private var buckets: [Int: RateBucket] = [:]
   private let cancelled = Flag()
 
   private struct HeapEntry: Comparable {
@@ -159,6 +161,7 @@ public final class Engine {
       }
       var wait: UInt64 = 100
       if let next = timers.peek { wait = min(wait, next.due > now ? next.due - now : 0) }
+      if resumePaused(now: now) { wait = min(wait, 10) }
       try multi.poll(milliseconds: Int(wait))
     }
   }
@@ -238,9 +241,31 @@ public final class Engine {
       complete(job, .failure(TransferFailure(code: "internal", message: "\(error)", attempts: jobs[job].attempts)))
       return
     }
+    if let rate = jobs[job].spec.rateLimit {
+      let key = jobs[job].spec.sessionKey
+      let bucket = buckets[key] ?? RateBucket(bytesPerSecond: rate)
+      buckets[key] = bucket
+      transfer.bucket = bucket
+    }
     active[transfer.easy.raw] = transfer
     hostActive[jobs[job].spec.hostKey, default: 0] += 1
     sessionActive[jobs[job].spec.sessionKey, default: 0] += 1
+  }
+
+  /// Refills the sessions' rate budgets and continues the transfers that waited for them; returns
+  /// whether any transfer is still waiting.
+  private func resumePaused(now: UInt64) -> Bool {
+    guard !buckets.isEmpty else { return false }
+    for bucket in buckets.values { bucket.refill(now: now) }
+    var waiting = false
+    for transfer in active.values where transfer.paused {
+      if let bucket = transfer.bucket, bucket.hasBudget {
+        transfer.resume()
+      } else {
+        waiting = true
+      }
+    }
+    return waiting
   }
 
   private static func resourceTimeout(_ state: JobState) -> TransferFailure {
@@ -345,6 +370,38 @@ public final class Engine {
   }
 
   static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds / 1_000_000 }
+}
+
+/// A session's `rate_limit` as a token bucket shared by its transfers: each takes bytes as they
+/// arrive and pauses when the budget is spent; the engine refills it as time passes.
+final class RateBucket {
+  private let rate: Double
+  private let burst: Double
+  private var tokens: Double
+  private var last: UInt64
+
+  init(bytesPerSecond: Int64) {
+    rate = Double(bytesPerSecond)
+    burst = max(16 * 1024, rate / 10)
+    tokens = burst
+    last = Engine.now()
+  }
+
+  var hasBudget: Bool { tokens > 0 }
+
+  func refill(now: UInt64) {
+    guard now > last else { return }
+    tokens = min(burst, tokens + rate * Double(now - last) / 1000)
+    last = now
+  }
+
+  /// Takes `count` bytes if any budget is left (it may go below zero, repaid by later refills).
+  func take(_ count: Int) -> Bool {
+    refill(now: Engine.now())
+    guard tokens > 0 else { return false }
+    tokens -= Double(count)
+    return true
+  }
 }
 
 /// A flag set from any thread and read by the engine.

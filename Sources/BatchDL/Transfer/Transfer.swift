@@ -50,7 +50,9 @@ final class Transfer {
     try easy.set(CURLOPT_MAXREDIRS, 10)
     try easy.set(CURLOPT_NOSIGNAL, 1)
     try easy.set(CURLOPT_HTTP_VERSION, ccurl_http_version_2tls)
-    try easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
+    // A rate-limited session reads in small steps, so that the limit holds for small files too.
+    let buffer = spec.rateLimit.map { min(256 << 10, max(1 << 10, Int($0 / 16))) } ?? (256 << 10)
+    try easy.set(CURLOPT_BUFFERSIZE, buffer)
     try easy.set(CURLOPT_NETRC, ccurl_netrc_ignored)
     if spec.insecure {
       try easy.set(CURLOPT_SSL_VERIFYPEER, 0)
@@ -62,7 +64,6 @@ final class Transfer {
     try easy.set(CURLOPT_LOW_SPEED_TIME, idleSeconds)
     try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(spec.requestTimeout.milliseconds))
     if let timeout { try easy.set(CURLOPT_TIMEOUT_MS, max(1, Int(timeout.milliseconds))) }
-    if let rate = spec.rateLimit { try easy.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: rate) }
 
     try easy.set(CURLOPT_PRIVATE, pointer: context)
     try easy.set(CURLOPT_WRITEDATA, pointer: context)
@@ -127,6 +128,17 @@ final class Transfer {
     }
   }
 
+  /// The session's byte budget, when it has a `rate_limit`.
+  var bucket: RateBucket?
+  /// True while the write callback has paused the transfer for want of budget.
+  private(set) var paused = false
+
+  /// Continues a transfer paused by `bucket` (libcurl may deliver the held bytes right away).
+  func resume() {
+    paused = false
+    curl_easy_pause(easy.raw, Int32(ccurl_pause_cont))
+  }
+
   /// The final response head, once complete.
   var head: ResponseHead { parser.head }
 
@@ -170,6 +182,10 @@ final class Transfer {
     guard parser.head.isSuccess else {
       if errorBody.count < 2048 { errorBody.append(contentsOf: bytes.prefix(2048 - errorBody.count)) }
       return bytes.count
+    }
+    if let bucket, !bucket.take(bytes.count) {
+      paused = true
+      return Int(ccurl_writefunc_pause)
     }
     if sink == nil {
       sink = makeSink()

@@ -53,7 +53,8 @@ public struct TransferSpec: Sendable {
   /// Budget for all attempts; nil is unlimited.
   public var resourceTimeout: Interval?
   public var retry: RetryPolicy
-  /// Bytes per second for this transfer; nil is unlimited.
+  /// Bytes per second for the whole session (`sessionKey`), shared evenly by its transfers in
+  /// flight; nil is unlimited.
   public var rateLimit: Int64?
   /// Per-host cap key and limit (the session's `max_connections_per_host`).
   public var hostKey: String
