@@ -106,6 +106,7 @@ public final class EventLog {
 
   /// Creates (or truncates) `path`.
   public init(path: String) throws(SystemError) {
+    try AtomicFile.makeParent(of: path)
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
     guard fd >= 0 else { throw SystemError("create \(path)") }
     descriptor = fd
@@ -132,11 +133,17 @@ public final class EventLog {
 
 /// Writes `contents` to `path` atomically (a temporary file beside it, then a rename).
 public enum AtomicFile {
+  /// Creates the folders above `path`.
+  public static func makeParent(of path: String) throws(SystemError) {
+    try FileAccess.makeDirectories(FileAccess.directory(of: path))
+  }
+
   public static func write(_ contents: String, to path: String) throws(SystemError) {
     try write(Array(contents.utf8), to: path)
   }
 
   public static func write(_ bytes: [UInt8], to path: String) throws(SystemError) {
+    try makeParent(of: path)
     let temporary = path + ".batchdl-part"
     let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
     guard fd >= 0 else { throw SystemError("create \(temporary)") }

@@ -366,10 +366,10 @@ public final class Runner: TransferObserver {
   static func prepare(path: String, root: String) throws(TransferFailure) {
     let parent = FileAccess.directory(of: path)
     do {
-      try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
-      try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+      try FileAccess.makeDirectories(root)
+      try FileAccess.makeDirectories(parent)
     } catch {
-      throw TransferFailure(code: "write", message: "cannot create the folder \(parent): \(error.localizedDescription)")
+      throw FileSink.failure(errno: error.code, doing: error.operation)
     }
     guard let realParent = realPath(parent), let realRoot = realPath(root) else {
       throw TransferFailure(code: "write", message: "cannot resolve the folder \(parent)")

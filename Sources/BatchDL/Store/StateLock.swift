@@ -21,7 +21,7 @@ public final class StateLock {
   /// - Throws: `Held` when another process holds it, `SystemError` when the folder cannot be used.
   public init(folder: String) throws {
     self.folder = folder
-    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    try FileAccess.makeDirectories(folder)
     let path = folder + "/lock"
     let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
     guard fd >= 0 else { throw SystemError("open \(path)") }

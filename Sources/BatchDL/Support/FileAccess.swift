@@ -43,6 +43,18 @@ public enum FileAccess {
     return bytes
   }
 
+  /// Creates `path` and the folders above it, like `mkdir -p`.
+  public static func makeDirectories(_ path: String) throws(SystemError) {
+    var info = stat()
+    if stat(path, &info) == 0 {
+      if (info.st_mode & S_IFMT) == S_IFDIR { return }
+      throw SystemError("create the folder \(path)", code: ENOTDIR)
+    }
+    let parent = directory(of: path)
+    if parent != path && parent != "." && parent != "/" { try makeDirectories(parent) }
+    if mkdir(path, 0o755) != 0 && errno != EEXIST { throw SystemError("create the folder \(path)") }
+  }
+
   /// The folder part of `path` ("." when there is none).
   public static func directory(of path: String) -> String {
     guard let slash = path.lastIndex(of: "/") else { return "." }
