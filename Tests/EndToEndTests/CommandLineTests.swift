@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Runs the built `batchdl` binary and checks its output and exit codes.
 @Suite struct CommandLineTests {
@@ -61,7 +61,10 @@ import TestSupport
     let result = try BinaryRunner.run(["validate", "manifest.yaml"], in: dir.path)
     #expect(result.status == 2)
     let lines = result.stderr.split(separator: "\n").map(String.init)
-    #expect(lines.contains { $0.hasPrefix("manifest.yaml:4:11: error: unknown kind 'defualt'") && $0.contains("did you mean 'default'?") })
+    #expect(
+      lines.contains {
+        $0.hasPrefix("manifest.yaml:4:11: error: unknown kind 'defualt'") && $0.contains("did you mean 'default'?")
+      })
     #expect(lines.contains { $0.hasPrefix("manifest.yaml:6:9: error:") && $0.contains("did you mean 'download'?") })
     #expect(lines.contains { $0.hasPrefix("manifest.yaml:8:13: error: to '../escape.bin'") })
     #expect(lines.contains { $0.hasPrefix("manifest.yaml:10:9: error: unknown key 'timeout'") })
@@ -72,7 +75,8 @@ import TestSupport
   @Test func validateChecksEveryManifestGiven() throws {
     let dir = folder()
     dir.write("bad.yaml", "version: 2\nsessions: {}\n")
-    let result = try BinaryRunner.run(["validate", "manifest.yaml", "bad.yaml", "missing.yaml"], in: dir.path, environment: token)
+    let result = try BinaryRunner.run(
+      ["validate", "manifest.yaml", "bad.yaml", "missing.yaml"], in: dir.path, environment: token)
     #expect(result.status == 2)
     #expect(result.stdout.contains("manifest.yaml: valid"))
     #expect(result.stderr.contains("bad.yaml:1:10: error: unsupported manifest version 2"))
@@ -96,7 +100,8 @@ import TestSupport
     #expect(lines.first == "plan for manifest.yaml: 6 tasks → 5 requests, 1 shared by several tasks")
     // High priority first; the shared request lists both destinations.
     #expect(lines[1].hasPrefix("#1  GET http://127.0.0.1:9/files/b.bin?key=${E2E_TOKEN}"))
-    let shared = try #require(lines.firstIndex { $0.contains("GET http://127.0.0.1/files/a.bin") || $0.contains("/files/a.bin ") })
+    let shared = try #require(
+      lines.firstIndex { $0.contains("GET http://127.0.0.1/files/a.bin") || $0.contains("/files/a.bin ") })
     #expect(lines[shared + 1] == "    download → out/a.bin" || lines[shared + 1] == "    download → out/copy/a.bin")
   }
 
@@ -131,7 +136,10 @@ import TestSupport
 
   @Test func usageErrorsExit2() throws {
     let dir = folder()
-    for arguments in [["plan", "manifest.yaml", "--shard", "3/3"], ["plan"], ["validate"], ["frobnicate"], ["plan", "manifest.yaml", "--bogus"]] {
+    for arguments in [
+      ["plan", "manifest.yaml", "--shard", "3/3"], ["plan"], ["validate"], ["frobnicate"],
+      ["plan", "manifest.yaml", "--bogus"],
+    ] {
       let result = try BinaryRunner.run(arguments, in: dir.path, environment: token)
       #expect(result.status == 2, "\(arguments): \(result.stderr)")
       #expect(!result.stderr.isEmpty)

@@ -1,7 +1,7 @@
 import Foundation
-import Testing
 import TestServer
 import TestSupport
+import Testing
 
 /// Caps, rate limits, request bodies and memory bounds of `batchdl run`.
 @Suite struct RunLimitTests {
@@ -10,7 +10,9 @@ import TestSupport
     for index in 0..<6 {
       fixture.server.route(
         "/f\(index)",
-        .file(FileResource(body: Array(repeating: 7, count: 32 << 10), trickle: Trickle(chunkBytes: 8 << 10, interval: 0.05))))
+        .file(
+          FileResource(
+            body: Array(repeating: 7, count: 32 << 10), trickle: Trickle(chunkBytes: 8 << 10, interval: 0.05))))
     }
     let port = fixture.server.port
     let tasks = (0..<6).map { index in
@@ -108,7 +110,10 @@ import TestSupport
   @Test func progressBarsDrawOnRequest() throws {
     let fixture = try RunFixture()
     fixture.server.route(
-      "/slow", .file(FileResource(body: Array(repeating: 3, count: 60 << 10), trickle: Trickle(chunkBytes: 6 << 10, interval: 0.05))))
+      "/slow",
+      .file(
+        FileResource(body: Array(repeating: 3, count: 60 << 10), trickle: Trickle(chunkBytes: 6 << 10, interval: 0.05)))
+    )
     fixture.manifest(
       """
       version: 1
@@ -130,7 +135,8 @@ import TestSupport
     let outside = TemporaryDirectory()
     fixture.server.route("/a", .text("a\n"))
     try FileManager.default.createDirectory(atPath: fixture.folder.path + "/out", withIntermediateDirectories: true)
-    try FileManager.default.createSymbolicLink(atPath: fixture.folder.path + "/out/link", withDestinationPath: outside.path)
+    try FileManager.default.createSymbolicLink(
+      atPath: fixture.folder.path + "/out/link", withDestinationPath: outside.path)
     fixture.manifest(
       """
       version: 1

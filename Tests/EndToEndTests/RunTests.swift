@@ -1,7 +1,7 @@
 import Foundation
-import Testing
 import TestServer
 import TestSupport
+import Testing
 
 /// `batchdl run` end to end: the built binary against the loopback server with faults.
 @Suite struct RunTests {
@@ -276,7 +276,11 @@ import TestSupport
     let fixture = try RunFixture()
     for index in 0..<8 {
       fixture.server.route(
-        "/f\(index)", .file(FileResource(body: Array(repeating: UInt8(index), count: 64 << 10), trickle: Trickle(chunkBytes: 16 << 10, interval: 0.05))))
+        "/f\(index)",
+        .file(
+          FileResource(
+            body: Array(repeating: UInt8(index), count: 64 << 10),
+            trickle: Trickle(chunkBytes: 16 << 10, interval: 0.05))))
     }
     let tasks = (0..<8).map { "      - download: BASE/f\($0)" }.joined(separator: "\n")
     fixture.manifest(
@@ -368,7 +372,8 @@ import TestSupport
   @Test func aSecondRunOnTheSameStateFolderExits4() throws {
     let fixture = try RunFixture()
     fixture.server.route(
-      "/slow", .file(FileResource(body: Array(repeating: 1, count: 40_000), trickle: Trickle(chunkBytes: 1000, interval: 0.05))))
+      "/slow",
+      .file(FileResource(body: Array(repeating: 1, count: 40_000), trickle: Trickle(chunkBytes: 1000, interval: 0.05))))
     fixture.manifest(
       """
       version: 1

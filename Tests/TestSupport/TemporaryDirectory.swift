@@ -64,7 +64,8 @@ public enum ManifestFixture {
       let file = diagnostic.mark.file
       let prefix =
         file == folder.path + "/manifest.yaml" ? "" : String(file.dropFirst(folder.path.count + 1)) + ":"
-      return "\(prefix)\(diagnostic.mark.line):\(diagnostic.mark.column): \(diagnostic.severity.rawValue): \(diagnostic.message)"
+      return
+        "\(prefix)\(diagnostic.mark.line):\(diagnostic.mark.column): \(diagnostic.severity.rawValue): \(diagnostic.message)"
     }
   }
 }

@@ -44,7 +44,12 @@ struct EnvironmentExpansion {
         fallback = nil
       }
       guard isValidName(name) else {
-        return .failure(Problem(offset: index, message: "'${\(inner)}' is not a variable reference: names are letters, digits and '_', not starting with a digit"))
+        return .failure(
+          Problem(
+            offset: index,
+            message:
+              "'${\(inner)}' is not a variable reference: names are letters, digits and '_', not starting with a digit")
+        )
       }
       if let value = environment[name] {
         output += value
@@ -52,7 +57,12 @@ struct EnvironmentExpansion {
       } else if let fallback {
         output += fallback
       } else {
-        return .failure(Problem(offset: index, message: "environment variable \(name) is not set: export it before running batchdl, or write ${\(name):-default}"))
+        return .failure(
+          Problem(
+            offset: index,
+            message:
+              "environment variable \(name) is not set: export it before running batchdl, or write ${\(name):-default}")
+        )
       }
       index = close + 1
     }
@@ -63,6 +73,8 @@ struct EnvironmentExpansion {
     guard let first = name.unicodeScalars.first, first == "_" || (first.isASCII && first.properties.isAlphabetic) else {
       return false
     }
-    return name.unicodeScalars.allSatisfy { $0 == "_" || ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) }
+    return name.unicodeScalars.allSatisfy {
+      $0 == "_" || ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)))
+    }
   }
 }

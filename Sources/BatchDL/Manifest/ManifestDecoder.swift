@@ -21,10 +21,11 @@ struct ManifestDecoder {
     "expensive_interfaces", "constrained_interfaces",
   ]
   static let taskKindKeys = ["data", "download", "upload", "list"]
-  static let taskKeys = taskKindKeys + [
-    "id", "to", "method", "headers", "body", "body_file", "from", "form", "sha256", "size", "priority", "after",
-    "become_download",
-  ]
+  static let taskKeys =
+    taskKindKeys + [
+      "id", "to", "method", "headers", "body", "body_file", "from", "form", "sha256", "size", "priority", "after",
+      "become_download",
+    ]
   static let listKeys = ["list", "kind", "to", "method", "headers", "priority", "after"]
   static let becomeDownloadKeys = ["content_type", "larger_than"]
 
@@ -56,7 +57,12 @@ struct ManifestDecoder {
     }
     var defaults = PartialSettings()
     if let node = root["defaults"], let map = mapping(node, what: "defaults") {
-      checkKeys(map, known: Self.settingKeys, in: "defaults", extra: ["identifier": "identifier names one background session; set it in that session", "tasks": "tasks belong to a session"])
+      checkKeys(
+        map, known: Self.settingKeys, in: "defaults",
+        extra: [
+          "identifier": "identifier names one background session; set it in that session",
+          "tasks": "tasks belong to a session",
+        ])
       defaults = settings(map)
     }
     var sessions: [Session] = []
@@ -69,7 +75,10 @@ struct ManifestDecoder {
           if let session = session(name: name, key: key, node: value, defaults: defaults) {
             if let identifier = session.identifier, let valueNode = value["identifier"] {
               if let first = identifiers[identifier] {
-                diagnostics.error(valueNode.mark, "identifier '\(identifier)' is already used by the session at line \(first.line); each background session needs its own")
+                diagnostics.error(
+                  valueNode.mark,
+                  "identifier '\(identifier)' is already used by the session at line \(first.line); each background session needs its own"
+                )
               } else {
                 identifiers[identifier] = valueNode.mark
               }
@@ -124,7 +133,8 @@ struct ManifestDecoder {
         case .failure(let problem) where problem.climbsOut:
           diagnostics.error(
             value.mark,
-            "dest '\(written)' climbs out of the manifest's folder with '..'; write an absolute path to put outputs elsewhere")
+            "dest '\(written)' climbs out of the manifest's folder with '..'; write an absolute path to put outputs elsewhere"
+          )
         case .failure(let problem): diagnostics.error(value.mark, "dest '\(written)' \(problem.message)")
         }
       case "timeouts":
@@ -163,7 +173,9 @@ struct ManifestDecoder {
               if let window = TimeWindow.parse(text) {
                 result.window = window
               } else {
-                diagnostics.error(flagValue.mark, "bad network.window '\(text)': write local times as HH:MM-HH:MM, e.g. \"01:00-05:00\"")
+                diagnostics.error(
+                  flagValue.mark, "bad network.window '\(text)': write local times as HH:MM-HH:MM, e.g. \"01:00-05:00\""
+                )
               }
             }
           case "max_connections_per_host", "max_concurrent":
@@ -196,7 +208,11 @@ struct ManifestDecoder {
   }
 
   mutating func session(name: String, key: YAMLNode, node: YAMLNode, defaults: PartialSettings) -> Session? {
-    if name.isEmpty || !name.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "-" }) {
+    if name.isEmpty
+      || !name.unicodeScalars.allSatisfy({
+        ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "-"
+      })
+    {
       diagnostics.error(key.mark, "session name '\(name)' may use only a-z, 0-9, '_' and '-'")
     }
     guard let map = mapping(node, what: "session '\(name)'") else { return nil }
@@ -210,14 +226,19 @@ struct ManifestDecoder {
     if let idNode = node["identifier"] {
       identifier = string(idNode, what: "identifier")
       if identifier?.isEmpty == true {
-        diagnostics.error(idNode.mark, "identifier must not be empty: it names the session's detached worker and its state")
+        diagnostics.error(
+          idNode.mark, "identifier must not be empty: it names the session's detached worker and its state")
         identifier = nil
       }
       if kind != .background && !kindUnknown {
-        diagnostics.error(idNode.mark, "identifier is only for background sessions; remove it or set 'kind: background'")
+        diagnostics.error(
+          idNode.mark, "identifier is only for background sessions; remove it or set 'kind: background'")
       }
     } else if kind == .background {
-      diagnostics.error(key.mark, "background session '\(name)' needs an 'identifier:' (unique across manifests sharing a state folder), as URLSessionConfiguration.background(withIdentifier:) does")
+      diagnostics.error(
+        key.mark,
+        "background session '\(name)' needs an 'identifier:' (unique across manifests sharing a state folder), as URLSessionConfiguration.background(withIdentifier:) does"
+      )
     }
 
     let dest = own.dest ?? defaults.dest ?? ""
@@ -243,8 +264,12 @@ struct ManifestDecoder {
       cellularInterfaces: interfaces["cellular_interfaces"] ?? ["wwan*", "ppp*", "rmnet*", "wwp*"],
       expensiveInterfaces: interfaces["expensive_interfaces"] ?? [],
       constrainedInterfaces: interfaces["constrained_interfaces"] ?? [])
-    if network.discretionary, network.window == nil, let flagNode = node["network"]?["discretionary"] ?? node["network"] {
-      diagnostics.warning(flagNode.mark, "discretionary without network.window: tasks run at any time, only while no disallowed interface would carry them")
+    if network.discretionary, network.window == nil, let flagNode = node["network"]?["discretionary"] ?? node["network"]
+    {
+      diagnostics.warning(
+        flagNode.mark,
+        "discretionary without network.window: tasks run at any time, only while no disallowed interface would carry them"
+      )
     }
 
     var tasks: [TaskEntry] = []
@@ -257,7 +282,8 @@ struct ManifestDecoder {
       } else if tasksNode.isNull {
         diagnostics.warning(tasksNode.mark, "session '\(name)' has no tasks")
       } else {
-        diagnostics.error(tasksNode.mark, "tasks must be a list (each item starting with '- '), found \(tasksNode.kindName)")
+        diagnostics.error(
+          tasksNode.mark, "tasks must be a list (each item starting with '- '), found \(tasksNode.kindName)")
       }
     } else {
       diagnostics.error(key.mark, "session '\(name)' has no 'tasks:' list")
@@ -295,12 +321,16 @@ struct ManifestDecoder {
         others.removeFirst()
         found = ", not '\(first):'" + Suggestions.hint(for: first, in: Self.taskKindKeys)
       }
-      diagnostics.error(node.mark, "a task starts with one of data:, download:, upload: or list: followed by its URL (or list file)\(found)")
+      diagnostics.error(
+        node.mark,
+        "a task starts with one of data:, download:, upload: or list: followed by its URL (or list file)\(found)")
       checkKeys(others, known: Self.taskKeys, in: "a task")
       return nil
     }
     for extra in kindKeys.dropFirst() {
-      diagnostics.error(extra.key.mark, "a task has one kind: '\(kindName):' is already given, so '\(extra.key.scalar ?? ""):' cannot be")
+      diagnostics.error(
+        extra.key.mark,
+        "a task has one kind: '\(kindName):' is already given, so '\(extra.key.scalar ?? ""):' cannot be")
     }
     if kindName == "list" {
       let entry = list(node, entries: entries, kindEntry: kindEntry, sessionKind: sessionKind)
@@ -310,7 +340,10 @@ struct ManifestDecoder {
     let kind = TaskKind(rawValue: kindName) ?? .download
     let url = string(kindEntry.value, what: "the URL", expand: .secret) ?? ""
     if kind == .data && sessionKind == .background {
-      diagnostics.error(kindEntry.key.mark, "data tasks are not supported in background sessions: a background transfer must write to a file, so that it can go on after batchdl exits; use 'download:' instead")
+      diagnostics.error(
+        kindEntry.key.mark,
+        "data tasks are not supported in background sessions: a background transfer must write to a file, so that it can go on after batchdl exits; use 'download:' instead"
+      )
     }
 
     var spec = TaskSpec(
@@ -343,7 +376,9 @@ struct ManifestDecoder {
       case "sha256":
         if let text = string(value, what: "sha256") {
           let lowered = text.lowercased()
-          if lowered.count == 64, lowered.unicodeScalars.allSatisfy({ ("0"..."9").contains($0) || ("a"..."f").contains($0) }) {
+          if lowered.count == 64,
+            lowered.unicodeScalars.allSatisfy({ ("0"..."9").contains($0) || ("a"..."f").contains($0) })
+          {
             spec.sha256 = lowered
           } else if let bad = lowered.first(where: { !$0.isHexDigit }) {
             diagnostics.error(value.mark, "sha256 must be 64 hexadecimal digits (0-9, a-f), found '\(bad)'")
@@ -360,7 +395,8 @@ struct ManifestDecoder {
       case "become_download":
         spec.becomeDownload = becomeDownload(value)
         if kind != .data {
-          diagnostics.error(key.mark, "become_download applies to data tasks only; this task is already a \(kind.rawValue)")
+          diagnostics.error(
+            key.mark, "become_download applies to data tasks only; this task is already a \(kind.rawValue)")
         }
       default:
         break
@@ -372,21 +408,29 @@ struct ManifestDecoder {
       // Counted by key, so that a source whose value has a problem is not also reported missing.
       let sources = ["from", "form", "body", "body_file"].map { node[$0] != nil }
       if sources.filter({ $0 }).isEmpty {
-        diagnostics.error(kindEntry.key.mark, "an upload needs what to send: 'from:' (a file), 'form:' (multipart fields), 'body:' or 'body_file:'")
+        diagnostics.error(
+          kindEntry.key.mark,
+          "an upload needs what to send: 'from:' (a file), 'form:' (multipart fields), 'body:' or 'body_file:'")
       } else if sources.filter({ $0 }).count > 1 {
-        diagnostics.error(kindEntry.key.mark, "an upload sends one of 'from:', 'form:', 'body:' or 'body_file:', not several")
+        diagnostics.error(
+          kindEntry.key.mark, "an upload sends one of 'from:', 'form:', 'body:' or 'body_file:', not several")
       }
       if sessionKind == .background && node["from"] == nil && sources.contains(true) {
-        diagnostics.error(kindEntry.key.mark, "background sessions upload files only ('from:'), as URLSession does: a detached worker must be able to reread the body")
+        diagnostics.error(
+          kindEntry.key.mark,
+          "background sessions upload files only ('from:'), as URLSession does: a detached worker must be able to reread the body"
+        )
       }
       spec.method = method ?? (spec.from != nil ? "PUT" : "POST")
       if spec.sha256 != nil || spec.size != nil, let mark = node["sha256"]?.mark ?? node["size"]?.mark {
-        diagnostics.error(mark, "sha256 and size check a downloaded file; an upload writes none (use them on a download task)")
+        diagnostics.error(
+          mark, "sha256 and size check a downloaded file; an upload writes none (use them on a download task)")
       }
     case .data, .download:
       for key in ["from", "form"] {
         if let value = node[key] {
-          diagnostics.error(value.mark, "'\(key):' is an upload source; a \(kind.rawValue) task sends 'body:' or 'body_file:' instead")
+          diagnostics.error(
+            value.mark, "'\(key):' is an upload source; a \(kind.rawValue) task sends 'body:' or 'body_file:' instead")
         }
       }
       if spec.body != nil && spec.bodyFile != nil, let mark = node["body_file"]?.mark {
@@ -411,9 +455,14 @@ struct ManifestDecoder {
       case "kind":
         if let kind = choice(value, what: "kind", TaskKind.self) {
           if kind == .upload {
-            diagnostics.error(value.mark, "a list expands to data or download tasks; uploads need a source each, so declare them one by one")
+            diagnostics.error(
+              value.mark,
+              "a list expands to data or download tasks; uploads need a source each, so declare them one by one")
           } else if kind == .data && sessionKind == .background {
-            diagnostics.error(value.mark, "data tasks are not supported in background sessions: a background transfer must write to a file, so that it can go on after batchdl exits; use 'kind: download'")
+            diagnostics.error(
+              value.mark,
+              "data tasks are not supported in background sessions: a background transfer must write to a file, so that it can go on after batchdl exits; use 'kind: download'"
+            )
           } else {
             spec.kind = kind
           }
@@ -464,13 +513,15 @@ struct ManifestDecoder {
       if let duplicate = result.first(where: { $0.name.lowercased() == name.lowercased() }) {
         // The same spelling twice is a duplicate key, which the parser reports.
         if duplicate.name != name {
-          diagnostics.error(key.mark, "header '\(name)' is given twice (also at line \(duplicate.mark.line)); header names ignore case")
+          diagnostics.error(
+            key.mark, "header '\(name)' is given twice (also at line \(duplicate.mark.line)); header names ignore case")
         }
         continue
       }
       guard let text = string(value, what: "header '\(name)'", expand: .secret) else { continue }
       if text.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
-        diagnostics.error(value.mark, "header '\(name)' contains a line break, which would split the request; remove it")
+        diagnostics.error(
+          value.mark, "header '\(name)' contains a line break, which would split the request; remove it")
         continue
       }
       result.append(Header(name: name, value: text, mark: value.mark))
@@ -509,10 +560,14 @@ struct ManifestDecoder {
     guard let entries = mapping(node, what: "become_download") else { return nil }
     checkKeys(entries, known: Self.becomeDownloadKeys, in: "become_download")
     var result = BecomeDownload(contentTypes: [], largerThan: nil)
-    if let types = node["content_type"] { result.contentTypes = stringList(types, what: "become_download.content_type") }
+    if let types = node["content_type"] {
+      result.contentTypes = stringList(types, what: "become_download.content_type")
+    }
     if let larger = node["larger_than"] { result.largerThan = size(larger, what: "become_download.larger_than") }
     if node["content_type"] == nil && node["larger_than"] == nil {
-      diagnostics.error(node.mark, "become_download needs 'content_type:' or 'larger_than:' to say when the data task becomes a download")
+      diagnostics.error(
+        node.mark,
+        "become_download needs 'content_type:' or 'larger_than:' to say when the data task becomes a download")
     }
     return result
   }
@@ -589,7 +644,9 @@ struct ManifestDecoder {
   mutating func size(_ node: YAMLNode, what: String) -> Int64? {
     guard let text = string(node, what: what) else { return nil }
     guard let value = ByteSize.parse(text) else {
-      diagnostics.error(node.mark, "bad size '\(text)' for \(what): write a number of bytes or use KB, MB, GB, TB (powers of 1024), e.g. 20MB")
+      diagnostics.error(
+        node.mark,
+        "bad size '\(text)' for \(what): write a number of bytes or use KB, MB, GB, TB (powers of 1024), e.g. 20MB")
       return nil
     }
     return value
@@ -623,7 +680,10 @@ struct ManifestDecoder {
     let names = T.allCases.map(\.rawValue)
     guard let text = string(node, what: what) else { return nil }
     guard let value = T(rawValue: text) else {
-      diagnostics.error(node.mark, "unknown \(what) '\(text)': expected one of \(names.joined(separator: ", "))\(Suggestions.hint(for: text, in: names))")
+      diagnostics.error(
+        node.mark,
+        "unknown \(what) '\(text)': expected one of \(names.joined(separator: ", "))\(Suggestions.hint(for: text, in: names))"
+      )
       return nil
     }
     return value

@@ -26,7 +26,9 @@ public enum PathRules {
         if parts.isEmpty {
           if absolute { continue }
           return .failure(
-            Problem(message: "climbs out of its folder with '..'; keep destinations inside the session's dest", climbsOut: true))
+            Problem(
+              message: "climbs out of its folder with '..'; keep destinations inside the session's dest",
+              climbsOut: true))
         }
         parts.removeLast()
       default:

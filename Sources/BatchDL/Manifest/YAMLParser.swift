@@ -120,7 +120,9 @@ public struct YAMLParser {
         case YAML_DOCUMENT_START_EVENT:
           documents += 1
           if documents > 1 {
-            diagnostics.error(start, "a manifest holds one YAML document; remove this `---` and what follows, or split it into another file")
+            diagnostics.error(
+              start,
+              "a manifest holds one YAML document; remove this `---` and what follows, or split it into another file")
             throw Abort()
           }
         case YAML_SCALAR_EVENT:
@@ -133,7 +135,9 @@ public struct YAMLParser {
           // Expansion problems point into the scalar: keep its source when it may have one.
           var source = value.contains("${") ? self.source(from: event.start_mark, to: event.end_mark) : nil
           let quoted = { (text: String) in text.last == "\"" || text.last == "'" }
-          if let written = source, scalar.style == YAML_PLAIN_SCALAR_STYLE ? !written.hasSuffix(value) : !quoted(written) {
+          if let written = source,
+            scalar.style == YAML_PLAIN_SCALAR_STYLE ? !written.hasSuffix(value) : !quoted(written)
+          {
             source = nil
           }
           let node = YAMLNode(.scalar(value, plain: plain), mark: start, weight: 1, source: source)
@@ -148,7 +152,10 @@ public struct YAMLParser {
           let (sum, overflow) = aliasExpansion.addingReportingOverflow(target.weight)
           aliasExpansion = overflow ? Int.max : sum
           if aliasExpansion > limits.maxAliasExpansion {
-            diagnostics.error(start, "aliases expand to more than \(limits.maxAliasExpansion) nodes; the manifest is too large or is an alias bomb")
+            diagnostics.error(
+              start,
+              "aliases expand to more than \(limits.maxAliasExpansion) nodes; the manifest is too large or is an alias bomb"
+            )
             throw Abort()
           }
           try add(target)
@@ -222,7 +229,8 @@ public struct YAMLParser {
         case .mapping: sources = [entry.value]
         case .sequence(let items): sources = items
         case .scalar:
-          diagnostics.error(entry.value.mark, "a merge key (<<) takes a mapping or a list of mappings, found \(entry.value.kindName)")
+          diagnostics.error(
+            entry.value.mark, "a merge key (<<) takes a mapping or a list of mappings, found \(entry.value.kindName)")
           continue
         }
         for source in sources {
@@ -246,9 +254,17 @@ public struct YAMLParser {
     }
 
     mutating func reportSyntaxError(_ parser: yaml_parser_t) {
-      let problem = Self.text(UnsafeMutablePointer(mutating: parser.problem).map { UnsafeMutableRawPointer($0).assumingMemoryBound(to: yaml_char_t.self) }) ?? "syntax error"
+      let problem =
+        Self.text(
+          UnsafeMutablePointer(mutating: parser.problem).map {
+            UnsafeMutableRawPointer($0).assumingMemoryBound(to: yaml_char_t.self)
+          }) ?? "syntax error"
       var message = "YAML syntax error: \(problem)"
-      if let context = Self.text(UnsafeMutablePointer(mutating: parser.context).map { UnsafeMutableRawPointer($0).assumingMemoryBound(to: yaml_char_t.self) }) {
+      if let context = Self.text(
+        UnsafeMutablePointer(mutating: parser.context).map {
+          UnsafeMutableRawPointer($0).assumingMemoryBound(to: yaml_char_t.self)
+        })
+      {
         message += " (\(context) at line \(parser.context_mark.line + 1), column \(parser.context_mark.column + 1))"
       }
       diagnostics.error(mark(parser.problem_mark), message)

@@ -219,7 +219,8 @@ private struct PlanBuilder {
     if problems > maxProblemsPerList {
       diagnostics.error(
         SourceMark(file: display, line: lineNumber, column: 1),
-        "\(problems - maxProblemsPerList) more lines of \(display) have problems (only the first \(maxProblemsPerList) are listed)")
+        "\(problems - maxProblemsPerList) more lines of \(display) have problems (only the first \(maxProblemsPerList) are listed)"
+      )
     }
     mergedHere = merged - mergedBefore
     if mergedHere > 0 {
@@ -310,14 +311,17 @@ private struct PlanBuilder {
     if to == nil || isFolder {
       guard let name = url.fileName, name != ".", name != "..", !name.utf8.contains(0x2F), !name.utf8.contains(0) else {
         if !quiet {
-          diagnostics.error(mark, "cannot name the file after the URL (it has no usable last path segment); add 'to:' with a file name")
+          diagnostics.error(
+            mark, "cannot name the file after the URL (it has no usable last path segment); add 'to:' with a file name")
         }
         return nil
       }
       relative = PathRules.join(relative, name)
     }
     if relative.isEmpty {
-      if !quiet { diagnostics.error(mark, "to '\(to ?? "")' names the session's dest folder itself, not a file inside it") }
+      if !quiet {
+        diagnostics.error(mark, "to '\(to ?? "")' names the session's dest folder itself, not a file inside it")
+      }
       return nil
     }
     return PathRules.join(session.dest, relative)
@@ -356,7 +360,9 @@ private struct PlanBuilder {
             requests[Int(previous.request)].priority = context.priority
           }
           if line == 0 {
-            diagnostics.warning(mark, "this task repeats the task at \(self.mark(of: previous)) (same request, same destination); it runs once")
+            diagnostics.warning(
+              mark,
+              "this task repeats the task at \(self.mark(of: previous)) (same request, same destination); it runs once")
           }
           return other
         }
@@ -365,11 +371,18 @@ private struct PlanBuilder {
         } else {
           let name = redactor.text(text.string(nameRef))
           if toRef.isNone {
-            diagnostics.error(mark, "two tasks have the id '\(name)' (also at \(self.mark(of: previous))); give one of them an 'id:'")
+            diagnostics.error(
+              mark, "two tasks have the id '\(name)' (also at \(self.mark(of: previous))); give one of them an 'id:'")
           } else if sameRequest {
-            diagnostics.error(mark, "'\(name)' is already written by the task at \(self.mark(of: previous)); one request writes each destination once")
+            diagnostics.error(
+              mark,
+              "'\(name)' is already written by the task at \(self.mark(of: previous)); one request writes each destination once"
+            )
           } else {
-            diagnostics.error(mark, "two different requests write '\(name)': this task and the one at \(self.mark(of: previous)); give one of them another 'to:'")
+            diagnostics.error(
+              mark,
+              "two different requests write '\(name)': this task and the one at \(self.mark(of: previous)); give one of them another 'to:'"
+            )
           }
         }
         return nil
@@ -439,7 +452,8 @@ private struct PlanBuilder {
     switch entry {
     case .task(let spec): return spec.mark
     case .list(let spec):
-      return SourceMark(file: FileAccess.resolve(spec.file, against: manifest.directory), line: Int(task.line), column: 1)
+      return SourceMark(
+        file: FileAccess.resolve(spec.file, against: manifest.directory), line: Int(task.line), column: 1)
     }
   }
 
@@ -456,7 +470,10 @@ private struct PlanBuilder {
     for (task, mark) in explicitIDs {
       let id = text.string(tasks[Int(task)].id)
       if let other = self.task(withID: id), other != task {
-        diagnostics.error(mark, "two tasks have the id '\(redactor.text(id))' (also at \(self.mark(of: tasks[Int(other)]))); ids must be unique")
+        diagnostics.error(
+          mark,
+          "two tasks have the id '\(redactor.text(id))' (also at \(self.mark(of: tasks[Int(other)]))); ids must be unique"
+        )
         continue
       }
       namedIDs[id] = task
@@ -596,7 +613,8 @@ private struct PlanBuilder {
       let task = tasks[Int(requests[stuck].firstTask)]
       diagnostics.error(
         mark(of: task),
-        "after: requests wait for each other through tasks that share them (task '\(redactor.text(text.string(task.id)))'); remove one of the references")
+        "after: requests wait for each other through tasks that share them (task '\(redactor.text(text.string(task.id)))'); remove one of the references"
+      )
     }
     return order
   }
@@ -629,7 +647,8 @@ private struct PlanBuilder {
     for index in requests.indices {
       let root = find(Int32(index))
       let candidate = (key: requests[index].key, waits: !requests[index].dependencies.isEmpty)
-      if let current = smallest[root], current.waits == candidate.waits ? current.key <= candidate.key : !current.waits {
+      if let current = smallest[root], current.waits == candidate.waits ? current.key <= candidate.key : !current.waits
+      {
         continue
       }
       smallest[root] = candidate

@@ -32,7 +32,8 @@ public struct TextArena: Sendable {
   /// Stores `bytes` (UTF-8) and returns its reference.
   public mutating func append(_ bytes: UnsafeRawBufferPointer) -> TextRef {
     let count = bytes.count
-    if chunks.isEmpty || chunks[chunks.count - 1].count + count > max(Self.chunkSize, chunks[chunks.count - 1].capacity) {
+    if chunks.isEmpty || chunks[chunks.count - 1].count + count > max(Self.chunkSize, chunks[chunks.count - 1].capacity)
+    {
       var chunk: [UInt8] = []
       chunk.reserveCapacity(max(Self.chunkSize, count))
       chunks.append(chunk)
@@ -47,7 +48,8 @@ public struct TextArena: Sendable {
   public func string(_ ref: TextRef) -> String {
     guard !ref.isNone else { return "" }
     return chunks[Int(ref.chunk)].withUnsafeBufferPointer { buffer in
-      String(decoding: UnsafeBufferPointer(rebasing: buffer[Int(ref.offset)..<Int(ref.offset + ref.length)]), as: UTF8.self)
+      String(
+        decoding: UnsafeBufferPointer(rebasing: buffer[Int(ref.offset)..<Int(ref.offset + ref.length)]), as: UTF8.self)
     }
   }
 

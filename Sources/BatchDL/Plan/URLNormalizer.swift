@@ -53,9 +53,15 @@ public final class URLNormalizer {
       }
       let lowered = url.lowercased()
       if !lowered.hasPrefix("http://") && !lowered.hasPrefix("https://") && !lowered.contains("://") {
-        return .failure(Problem(description: "'\(Redactor.stripUserInfo(url))' is not a URL: write it in full, starting with https:// or http://"))
+        return .failure(
+          Problem(
+            description:
+              "'\(Redactor.stripUserInfo(url))' is not a URL: write it in full, starting with https:// or http://"))
       }
-      return .failure(Problem(description: "'\(Redactor.stripUserInfo(url))' is not a valid URL: \(String(cString: curl_url_strerror(code)))"))
+      return .failure(
+        Problem(
+          description:
+            "'\(Redactor.stripUserInfo(url))' is not a valid URL: \(String(cString: curl_url_strerror(code)))"))
     }
     let scheme = (part(CURLUPART_SCHEME) ?? "").lowercased()
     guard scheme == "http" || scheme == "https" else {

@@ -48,7 +48,9 @@ public struct PlanListing {
     if let shard { header += " (shard \(shard))" }
     header += ": \(taskCount) task\(taskCount == 1 ? "" : "s") → \(requestCount) request\(requestCount == 1 ? "" : "s")"
     if shared > 0 { header += ", \(shared) shared by several tasks" }
-    if plan.mergedDuplicates > 0 { header += ", \(plan.mergedDuplicates) repeated task\(plan.mergedDuplicates == 1 ? "" : "s") merged" }
+    if plan.mergedDuplicates > 0 {
+      header += ", \(plan.mergedDuplicates) repeated task\(plan.mergedDuplicates == 1 ? "" : "s") merged"
+    }
     out.write(header + "\n")
     for index in plan.order {
       let request = plan.requests[Int(index)]

@@ -58,7 +58,8 @@ public struct RunReport: Sendable {
       let cases = bySession[session] ?? []
       let failed = cases.count { $0.outcome == .failed }
       let skipped = cases.count { $0.outcome == .deferred || $0.outcome == .cancelled }
-      out += "  <testsuite name=\"\(Self.escape(session))\" tests=\"\(cases.count)\" failures=\"\(failed)\" skipped=\"\(skipped)\">\n"
+      out +=
+        "  <testsuite name=\"\(Self.escape(session))\" tests=\"\(cases.count)\" failures=\"\(failed)\" skipped=\"\(skipped)\">\n"
       for result in cases {
         let time = timings ? result.seconds.map { " time=\"\(String(format: "%.3f", $0))\"" } ?? "" : ""
         out += "    <testcase classname=\"\(Self.escape(session))\" name=\"\(Self.escape(result.id))\"\(time)"

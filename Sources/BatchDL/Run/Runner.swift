@@ -169,12 +169,14 @@ public final class Runner: TransferObserver {
     let target: TransferSpec.Target
     if let owner = tasks.first(where: { $0.kind != .data && !$0.to.isNone }), let to = plan.destination(of: owner) {
       target = .file(Self.partialPath(absolute(to)))
-    } else if let spiller = tasks.first(where: { becomeDownload(of: $0) != nil }), let rule = becomeDownload(of: spiller),
+    } else if let spiller = tasks.first(where: { becomeDownload(of: $0) != nil }),
+      let rule = becomeDownload(of: spiller),
       let to = plan.destination(of: spiller)
     {
       target = .memory(
         limit: Self.dataMemoryLimit,
-        spill: .init(contentTypes: rule.contentTypes, largerThan: rule.largerThan, path: Self.partialPath(absolute(to))))
+        spill: .init(contentTypes: rule.contentTypes, largerThan: rule.largerThan, path: Self.partialPath(absolute(to)))
+      )
     } else {
       target = .memory(limit: Self.dataMemoryLimit, spill: nil)
     }
@@ -205,7 +207,9 @@ public final class Runner: TransferObserver {
 
   public func transferReceivedResponse(_ job: Int, head: ResponseHead) {
     for task in plan.tasks(of: request(ofJob: job)) {
-      emit(.response(task: id(task), status: head.status, contentType: head["content-type"], contentLength: head.contentLength))
+      emit(
+        .response(
+          task: id(task), status: head.status, contentType: head["content-type"], contentLength: head.contentLength))
     }
   }
 
@@ -218,17 +222,27 @@ public final class Runner: TransferObserver {
   public func transferWillRetry(_ job: Int, after delay: Interval, failure: TransferFailure) {
     let tasks = plan.tasks(of: request(ofJob: job))
     for task in tasks {
-      emit(.retrying(task: id(task), attempt: failure.attempts, delay: delay, code: failure.code, message: redactor.text(failure.message)))
+      emit(
+        .retrying(
+          task: id(task), attempt: failure.attempts, delay: delay, code: failure.code,
+          message: redactor.text(failure.message)))
     }
-    display.note("retrying \(id(tasks[0])) in \(delay) after attempt \(failure.attempts): \(failure.code): \(redactor.text(failure.message))")
+    display.note(
+      "retrying \(id(tasks[0])) in \(delay) after attempt \(failure.attempts): \(failure.code): \(redactor.text(failure.message))"
+    )
   }
 
   public func transferTick(active: [ActiveTransfer]) {
-    display.tick(active: active.map { .init(name: id(plan.tasks[Int(request(ofJob: $0.job).firstTask)]), received: $0.received, expected: $0.expected) })
+    display.tick(
+      active: active.map {
+        .init(name: id(plan.tasks[Int(request(ofJob: $0.job).firstTask)]), received: $0.received, expected: $0.expected)
+      })
     if eventLog != nil {
       for transfer in active {
         let task = plan.tasks[Int(request(ofJob: transfer.job).firstTask)]
-        emit(.progress(task: id(task), bytes: transfer.received, expected: transfer.expected >= 0 ? transfer.expected : nil))
+        emit(
+          .progress(
+            task: id(task), bytes: transfer.received, expected: transfer.expected >= 0 ? transfer.expected : nil))
       }
     }
   }
@@ -341,7 +355,9 @@ public final class Runner: TransferObserver {
     case .memory(_, nil): return
     }
     let path = String(partial.dropLast(".batchdl-part".count))
-    guard let owner = plan.tasks(of: request).first(where: { plan.destination(of: $0).map(absolute) == path }) else { return }
+    guard let owner = plan.tasks(of: request).first(where: { plan.destination(of: $0).map(absolute) == path }) else {
+      return
+    }
     try prepare(path, for: owner)
   }
 
@@ -376,7 +392,8 @@ public final class Runner: TransferObserver {
     }
     guard realParent == realRoot || realParent.hasPrefix(realRoot.hasSuffix("/") ? realRoot : realRoot + "/") else {
       throw TransferFailure(
-        code: "unsafe-path", message: "\(path) leads outside the session's dest through a symbolic link; nothing was written")
+        code: "unsafe-path",
+        message: "\(path) leads outside the session's dest through a symbolic link; nothing was written")
     }
   }
 

@@ -9,7 +9,8 @@ public final class StateLock {
 
     public var description: String {
       let holder = pid.map { "batchdl (pid \($0))" } ?? "another batchdl run"
-      return "\(holder) is using the state folder \(folder); wait for it to finish, or give this run another folder with --state"
+      return
+        "\(holder) is using the state folder \(folder); wait for it to finish, or give this run another folder with --state"
     }
   }
 

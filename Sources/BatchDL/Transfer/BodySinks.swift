@@ -204,7 +204,9 @@ final class MemorySink: BodySink {
       }
       failure = TransferFailure(
         code: "body-too-large",
-        message: "the response is larger than \(ByteSize.format(limit)), the most a data task keeps in memory; use a download task or become_download")
+        message:
+          "the response is larger than \(ByteSize.format(limit)), the most a data task keeps in memory; use a download task or become_download"
+      )
       return false
     }
     bytes.append(contentsOf: chunk)

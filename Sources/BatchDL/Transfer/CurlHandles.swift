@@ -27,7 +27,9 @@ final class EasyHandle {
 
   init() throws(CurlSetupError) {
     _ = CurlGlobal.initialised
-    guard let raw = curl_easy_init() else { throw CurlSetupError(message: "libcurl could not create a transfer (out of memory)") }
+    guard let raw = curl_easy_init() else {
+      throw CurlSetupError(message: "libcurl could not create a transfer (out of memory)")
+    }
     self.raw = raw
     errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
@@ -101,7 +103,9 @@ final class EasyHandle {
     guard let form = curl_mime_init(raw) else { throw CurlSetupError(message: "libcurl could not create a form") }
     mime = form
     for field in fields {
-      guard let part = curl_mime_addpart(form) else { throw CurlSetupError(message: "libcurl could not add a form field") }
+      guard let part = curl_mime_addpart(form) else {
+        throw CurlSetupError(message: "libcurl could not add a form field")
+      }
       try check(curl_mime_name(part, field.name), "the form field name \(field.name)")
       if let file = field.file {
         try check(curl_mime_filedata(part, file), "the form file \(file)")

@@ -271,7 +271,8 @@ public final class Engine {
   private static func resourceTimeout(_ state: JobState) -> TransferFailure {
     TransferFailure(
       code: "timeout",
-      message: "timeouts.resource (\(state.spec.resourceTimeout?.description ?? "")) spent before the task could finish",
+      message:
+        "timeouts.resource (\(state.spec.resourceTimeout?.description ?? "")) spent before the task could finish",
       attempts: state.attempts)
   }
 

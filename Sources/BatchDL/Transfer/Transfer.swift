@@ -96,7 +96,9 @@ final class Transfer {
     case .bytes(let bytes):
       try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(bytes.count))
       try bytes.withUnsafeBytes { raw throws in
-        try easy.set(CURLOPT_COPYPOSTFIELDS, pointer: UnsafeMutableRawPointer(mutating: raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)))
+        try easy.set(
+          CURLOPT_COPYPOSTFIELDS,
+          pointer: UnsafeMutableRawPointer(mutating: raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)))
       }
       if method != "POST" { try easy.set(CURLOPT_CUSTOMREQUEST, spec.method) }
     case .file(let path):
@@ -268,7 +270,8 @@ final class Transfer {
     }
     if sink == nil { sink = makeSink() }
     guard let sink else {
-      return .failure(callbackFailure ?? TransferFailure(code: "write", message: "no place to keep the body", attempts: attempts))
+      return .failure(
+        callbackFailure ?? TransferFailure(code: "write", message: "no place to keep the body", attempts: attempts))
     }
     switch sink.finish() {
     case .failure(var failure):
@@ -277,7 +280,8 @@ final class Transfer {
     case .success(let (size, sha256)):
       if let length = head.contentLength, head.encoding == nil, spec.method.uppercased() != "HEAD", length != size {
         return .failure(
-          TransferFailure(code: "network", message: "the connection ended after \(size) of \(length) bytes", attempts: attempts))
+          TransferFailure(
+            code: "network", message: "the connection ended after \(size) of \(length) bytes", attempts: attempts))
       }
       var file: String?
       var body: [UInt8]?
