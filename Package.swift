@@ -26,11 +26,17 @@ let package = Package(
       pkgConfig: "yaml-0.1",
       providers: [.apt(["libyaml-dev"])]
     ),
+    .systemLibrary(
+      name: "CSQLite",
+      pkgConfig: "sqlite3",
+      providers: [.apt(["libsqlite3-dev"])]
+    ),
     .target(
       name: "BatchDL",
       dependencies: [
         "CCurl",
         "CYAML",
+        "CSQLite",
         .product(name: "Crypto", package: "swift-crypto"),
       ],
       swiftSettings: strict

@@ -12,8 +12,12 @@ struct RunCommand: ParsableCommand {
       connection caps), retries what a retry can fix, checks sha256 and size, and renames each \
       file into place only when it is complete and correct.
 
-      Exit codes: 0 every task completed; 1 a task failed; 2 invalid manifest or usage; \
-      4 another run holds the state folder's lock.
+      Re-running a manifest continues where the last run stopped: finished files that still \
+      match are skipped without a request, partial downloads resume from their checkpoint.
+
+      Exit codes: 0 every task completed or was unchanged; 1 a task failed; 2 invalid manifest \
+      or usage; 3 interrupted by a signal (after checkpointing); 4 another run holds the state \
+      folder's lock.
 
       Example:
         batchdl run mirror.yaml --report report.json --junit junit.xml
@@ -51,6 +55,12 @@ struct RunCommand: ParsableCommand {
   @Flag(help: "Add times to the JSON and JUnit reports.")
   var timings = false
 
+  @Flag(help: "Ask the server whether finished downloads changed (conditional requests).")
+  var refresh = false
+
+  @Flag(help: "Re-hash finished files to decide whether they are unchanged (slower; size and time otherwise).")
+  var verify = false
+
   func validate() throws {
     if let shard, case .failure(let problem) = Shard.parse(shard) { throw ValidationError(problem.description) }
     if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
@@ -76,6 +86,8 @@ struct RunCommand: ParsableCommand {
     options.progress = progress
     options.quiet = quiet
     options.timings = timings
+    options.refresh = refresh
+    options.verify = verify
     do {
       let status = try Runner(plan: plan, options: options).run()
       if status != .success { throw ExitCode(status.rawValue) }

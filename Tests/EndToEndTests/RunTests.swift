@@ -357,12 +357,19 @@ import Testing
             - download: BASE/b
             - download: BASE/a
       """)
-    try fixture.run(["--junit", "junit.xml"])
+    // Two runs that do the same work (a fresh state folder each time) write the same reports.
+    try fixture.run(["--junit", "junit.xml", "--state", "state-1"])
     let first = fixture.folder.read("report.json")
     let junit = fixture.folder.read("junit.xml")
-    try fixture.run(["--junit", "junit.xml"])
+    try fixture.run(["--junit", "junit.xml", "--state", "state-2"])
     #expect(fixture.folder.read("report.json") == first)
     #expect(fixture.folder.read("junit.xml") == junit)
+    // A third run finds nothing to do, and says so the same way each time.
+    try fixture.run(["--state", "state-2"])
+    let unchanged = fixture.folder.read("report.json")
+    try fixture.run(["--state", "state-2"])
+    #expect(fixture.folder.read("report.json") == unchanged)
+    #expect(unchanged?.contains("\"unchanged\":2") == true)
     #expect(first?.contains("\"time") == false)
     let ids = try fixture.tasks().keys.sorted()
     #expect(ids == ["a", "b"])

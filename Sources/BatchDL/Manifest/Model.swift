@@ -1,9 +1,20 @@
+import Foundation
+
 /// A manifest, read and checked: every default applied, every `${VAR}` expanded.
 public struct Manifest: Sendable {
   /// The manifest's path as the user gave it.
   public var path: String
-  /// The folder relative paths in the manifest are resolved against.
+  /// The folder relative paths in the manifest are resolved against, as the user named it (for
+  /// messages).
   public var directory: String
+
+  /// `directory` as an absolute path, for everything that touches files: state and partial files
+  /// stay valid whatever the working directory of a later run.
+  public var absoluteDirectory: String {
+    if directory.hasPrefix("/") { return directory }
+    let cwd = FileManager.default.currentDirectoryPath
+    return directory == "." ? cwd : cwd + "/" + directory
+  }
   public var version: Int
   public var sessions: [Session]
   /// Values taken from the environment that must be masked wherever the manifest is echoed.

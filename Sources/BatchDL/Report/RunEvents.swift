@@ -5,6 +5,8 @@ import Foundation
 public enum RunEvent: Sendable {
   /// `didReceive response`: the final response's head arrived.
   case response(task: String, status: Int, contentType: String?, contentLength: Int64?)
+  /// A download continues a partial file from `offset` (`Range` answered with 206).
+  case resumed(task: String, offset: Int64)
   /// `didWriteData`: bytes so far (throttled).
   case progress(task: String, bytes: Int64, expected: Int64?)
   /// An attempt failed; the task will be tried again.
@@ -26,6 +28,8 @@ public enum RunEvent: Sendable {
       if let type { fields["content_type"] = .string(type) }
       if let length { fields["content_length"] = .int(length) }
       return fields
+    case .resumed(let task, let offset):
+      return ["event": .string("resumed"), "task": .string(task), "offset": .int(offset)]
     case .progress(let task, let bytes, let expected):
       var fields: [String: JSON] = ["event": .string("progress"), "task": .string(task), "bytes": .int(bytes)]
       if let expected { fields["expected"] = .int(expected) }

@@ -13,6 +13,10 @@ public struct RunOptions: Sendable {
   public var progress: ProgressMode = .auto
   public var quiet = false
   public var timings = false
+  /// Revalidate finished downloads with conditional requests.
+  public var refresh = false
+  /// Re-hash finished files to decide whether they are unchanged.
+  public var verify = false
 
   public init() {}
 }
@@ -49,11 +53,23 @@ public final class Runner: TransferObserver {
   private let display: ProgressDisplay
   private var eventLog: EventLog?
   private var report: RunReport
-  /// Requests in this run (plan order, this shard), and the job of each.
+  /// Requests of this run (plan order, this shard).
   private var requests: [Int32] = []
+  /// The request of each engine job (requests that are not unchanged).
+  private var jobRequests: [Int32] = []
+  private var actions: [Int32: RequestAction] = [:]
   private var pendingPerSession: [Int: Int] = [:]
   private var summaries: [Int: RunSummary] = [:]
   private let start = Engine.now()
+  private var store: StateStore?
+  private var prior = PriorState()
+  private var engine: Engine?
+  private var pendingResults: [StoredResult] = []
+  private var pendingRemovals: [String] = []
+  private var pendingBudgets: [(key: String, spent: Int64, attempts: Int)] = []
+  private var lastFlush = Engine.now()
+  /// Set from the signal handler's queue; read on the engine's thread.
+  private let interrupted = Flag()
 
   public init(plan: Plan, options: RunOptions) {
     self.plan = plan
@@ -67,7 +83,7 @@ public final class Runner: TransferObserver {
 
   /// The state folder this run uses.
   public var stateFolder: String {
-    options.statePath ?? FileAccess.resolve(".batchdl", against: plan.manifest.directory)
+    options.statePath ?? FileAccess.resolve(".batchdl", against: plan.manifest.absoluteDirectory)
   }
 
   /// Runs every request and writes the reports; returns the exit status.
@@ -91,6 +107,15 @@ public final class Runner: TransferObserver {
     if plan.manifest.sessions.contains(where: { $0.kind == .background }) {
       display.note("note: background sessions run in the foreground in this version")
     }
+    if plan.manifest.sessions.contains(where: { $0.kind != .ephemeral }) {
+      do {
+        store = try StateStore.open(folder: stateFolder)
+        prior = try PriorState.load(from: store)
+      } catch {
+        throw .setup(
+          "cannot open the state in \(stateFolder): \(error); move it aside or clear it with 'batchdl cache clear'")
+      }
+    }
     for index in requests {
       for task in plan.tasks(of: plan.requests[Int(index)]) { pendingPerSession[Int(task.session), default: 0] += 1 }
     }
@@ -98,25 +123,70 @@ public final class Runner: TransferObserver {
 
     var jobs: [TransferJob] = []
     var jobOfRequest: [Int32: Int] = [:]
-    for (job, index) in requests.enumerated() { jobOfRequest[index] = job }
     for index in requests {
       let request = plan.requests[Int(index)]
+      let (action, _) = prior.action(for: request, in: plan, refresh: options.refresh, verify: options.verify)
+      actions[index] = action
+      if action == .unchanged {
+        recordUnchanged(request)
+        continue
+      }
+      jobOfRequest[index] = jobRequests.count
+      jobRequests.append(index)
+    }
+    for index in jobRequests {
+      let request = plan.requests[Int(index)]
+      // A dependency that is unchanged is already satisfied.
       let dependencies = request.dependencies.compactMap { jobOfRequest[$0] }
-      let spec = spec(for: request)
+      var spec = spec(for: request)
       var failure: TransferFailure?
       do throws(TransferFailure) {
         try prepareTarget(spec.target, for: request)
       } catch {
         failure = error
       }
+      let key = request.key.description
+      switch actions[index] {
+      case .resume?:
+        if let point = prior.resumePoint(for: request, in: plan), let validator = point.validator {
+          spec.resume = .init(offset: point.durable, validator: validator, total: point.total)
+        }
+        spec.spentBefore = prior.budgets[key]?.spent ?? 0
+      case .revalidate?:
+        let stored = plan.tasks(of: request).compactMap { prior.results[plan.id(of: $0)] }.first
+        spec.conditional = .init(etag: stored?.etag, lastModified: stored?.lastModified)
+      default:
+        spec.spentBefore = prior.budgets[key]?.spent ?? 0
+      }
       jobs.append(TransferJob(spec: spec, dependencies: dependencies, failure: failure))
     }
+    let handler = InterruptHandler { [interrupted] in interrupted.set() }
     do {
       let engine = try Engine(jobs: jobs, globalLimit: options.jobs ?? globalLimit(), observer: self)
+      self.engine = engine
+      let canceller = engine.canceller
+      handler.onInterrupt = { canceller.cancel() }
+      if interrupted.isSet { canceller.cancel() }
       try engine.run()
     } catch {
       throw .setup("the transfer engine failed: \(error)")
     }
+    withExtendedLifetime(handler) {}
+    let cancelled = engine?.isCancelled == true
+    if cancelled, let engine {
+      for job in engine.unfinishedJobs {
+        for task in plan.tasks(of: plan.requests[Int(jobRequests[job])]) {
+          var result = base(task)
+          result.outcome = .cancelled
+          result.attempts = engine.attempts(job)
+          record(result)
+        }
+        pendingBudgets.append(
+          (plan.requests[Int(jobRequests[job])].key.description, engine.timeSpent(job), engine.attempts(job)))
+      }
+    }
+    flushStore(force: true)
+    cleanEphemeralPartials()
     report.seconds = Double(Engine.now() &- start) / 1000
     display.finish(summary: report.summary)
     eventLog?.flush()
@@ -126,7 +196,85 @@ public final class Runner: TransferObserver {
     } catch {
       throw .setup("cannot write the report: \(error)")
     }
+    if cancelled { return .interrupted }
     return report.summary.failed > 0 ? .taskFailed : .success
+  }
+
+  /// Reports the tasks of a request whose results still stand, without sending it.
+  private func recordUnchanged(_ request: PlannedRequest) {
+    for task in plan.tasks(of: request) {
+      var result = base(task)
+      let stored = prior.results[plan.id(of: task)]
+      result.outcome = .unchanged
+      result.status = stored?.status
+      result.size = stored?.size
+      result.sha256 = stored?.sha256
+      record(result)
+    }
+  }
+
+  /// Deletes the partial files of ephemeral sessions: nothing of theirs outlives the run.
+  private func cleanEphemeralPartials() {
+    for index in jobRequests where session(of: plan.requests[Int(index)]).kind == .ephemeral {
+      if let partial = PriorState.partialPath(for: plan.requests[Int(index)], in: plan) { unlink(partial) }
+    }
+  }
+
+  // MARK: - State
+
+  private func persists(_ request: PlannedRequest) -> Bool {
+    store != nil && session(of: request).kind != .ephemeral
+  }
+
+  public func transferCheckpoints(_ checkpoints: [TransferCheckpoint]) {
+    guard let store else { return }
+    var points: [Checkpoint] = []
+    for point in checkpoints {
+      checkpointed.insert(point.job)
+      let request = self.request(ofJob: point.job)
+      guard persists(request) else { continue }
+      points.append(
+        Checkpoint(
+          key: request.key.description, partial: point.path, url: redactor.url(point.effectiveURL), etag: point.etag,
+          lastModified: point.lastModified, total: point.total, durable: point.durable))
+    }
+    do {
+      try store.update(checkpoints: points)
+    } catch {
+      display.note("warning: cannot record checkpoints: \(error)")
+    }
+  }
+
+  /// Writes results, removed checkpoints and budgets: about once a second, and at the end.
+  private func flushStore(force: Bool = false) {
+    guard let store, force || Engine.now() &- lastFlush >= 1000 else { return }
+    lastFlush = Engine.now()
+    do {
+      try store.save(results: pendingResults)
+      try store.update(checkpoints: [], removing: pendingRemovals)
+      try store.save(budgets: pendingBudgets, removing: pendingRemovals)
+    } catch {
+      display.note("warning: cannot record results in \(stateFolder): \(error)")
+    }
+    pendingResults.removeAll()
+    pendingRemovals.removeAll()
+    pendingBudgets.removeAll()
+  }
+
+  /// Remembers a task's result for the next run.
+  private func remember(_ task: PlannedTask, _ result: TaskResult, request: PlannedRequest, head: ResponseHead?) {
+    guard persists(request) else { return }
+    let destination = plan.destination(of: task).map(absolute)
+    let info = result.outcome == .completed ? destination.flatMap(FileAccess.status) : nil
+    let previous = prior.results[plan.id(of: task)]
+    pendingResults.append(
+      StoredResult(
+        taskID: plan.id(of: task), requestKey: request.key.description, destination: destination,
+        outcome: result.outcome.rawValue, status: result.status, size: result.size, sha256: result.sha256,
+        etag: head?.strongETag ?? (result.outcome == .completed ? previous?.etag : nil),
+        lastModified: head?["last-modified"] ?? (result.outcome == .completed ? previous?.lastModified : nil),
+        fileSize: info?.size, fileModified: info?.modified, errorCode: result.error?.code,
+        errorMessage: result.error?.message))
   }
 
   private func globalLimit() -> Int {
@@ -138,7 +286,7 @@ public final class Runner: TransferObserver {
   private func session(of request: PlannedRequest) -> Session { plan.manifest.sessions[Int(request.session)] }
 
   /// Absolute path of a destination relative to the manifest's folder.
-  private func absolute(_ path: String) -> String { FileAccess.resolve(path, against: plan.manifest.directory) }
+  private func absolute(_ path: String) -> String { FileAccess.resolve(path, against: plan.manifest.absoluteDirectory) }
 
   static func partialPath(_ destination: String) -> String { destination + ".batchdl-part" }
 
@@ -203,13 +351,15 @@ public final class Runner: TransferObserver {
 
   private func id(_ task: PlannedTask) -> String { redactor.text(plan.id(of: task)) }
 
-  private func request(ofJob job: Int) -> PlannedRequest { plan.requests[Int(requests[job])] }
+  private func request(ofJob job: Int) -> PlannedRequest { plan.requests[Int(jobRequests[job])] }
 
   public func transferReceivedResponse(_ job: Int, head: ResponseHead) {
+    let resumedFrom = head.status == 206 ? ContentRange(head["content-range"] ?? "")?.start : nil
     for task in plan.tasks(of: request(ofJob: job)) {
       emit(
         .response(
           task: id(task), status: head.status, contentType: head["content-type"], contentLength: head.contentLength))
+      if let resumedFrom { emit(.resumed(task: id(task), offset: resumedFrom)) }
     }
   }
 
@@ -233,6 +383,7 @@ public final class Runner: TransferObserver {
   }
 
   public func transferTick(active: [ActiveTransfer]) {
+    flushStore()
     display.tick(
       active: active.map {
         .init(name: id(plan.tasks[Int(request(ofJob: $0.job).firstTask)]), received: $0.received, expected: $0.expected)
@@ -248,14 +399,46 @@ public final class Runner: TransferObserver {
   }
 
   public func transferCompleted(_ job: Int, outcome: Result<TransferResult, TransferFailure>) {
-    let tasks = plan.tasks(of: request(ofJob: job))
+    let request = request(ofJob: job)
+    let tasks = plan.tasks(of: request)
+    let key = request.key.description
     switch outcome {
     case .failure(let failure):
-      for task in tasks { record(failed(task, failure)) }
+      for task in tasks {
+        let result = failed(task, failure)
+        record(result)
+        remember(task, result, request: request, head: nil)
+      }
+      if let engine, persists(request) {
+        pendingBudgets.append((key, engine.timeSpent(job), engine.attempts(job)))
+      }
+      // Keep the partial file only while a checkpoint can continue it.
+      if prior.checkpoints[key] == nil && !hasCheckpoint(job) {
+        if let partial = PriorState.partialPath(for: request, in: plan) { unlink(partial) }
+      }
+    case .success(let result) where result.notModified:
+      for task in tasks {
+        var unchanged = base(task)
+        let stored = prior.results[plan.id(of: task)]
+        unchanged.outcome = .unchanged
+        unchanged.status = result.head.status
+        unchanged.size = stored?.size
+        unchanged.sha256 = stored?.sha256
+        unchanged.attempts = result.attempts
+        unchanged.source = "not-modified"
+        record(unchanged)
+      }
     case .success(let result):
-      place(result, for: tasks)
+      place(result, for: tasks, request: request)
+      pendingRemovals.append(key)
     }
+    flushStore()
   }
+
+  /// Job indices whose checkpoints were recorded in this run.
+  private var checkpointed: Set<Int> = []
+
+  private func hasCheckpoint(_ job: Int) -> Bool { checkpointed.contains(job) }
 
   private func base(_ task: PlannedTask) -> TaskResult {
     TaskResult(
@@ -287,8 +470,12 @@ public final class Runner: TransferObserver {
 
   /// Checks each task's expectations and puts its file in place: other destinations get copies,
   /// then the owner's partial file is renamed into place; the partial file never stays behind.
-  private func place(_ result: TransferResult, for tasks: [PlannedTask]) {
+  private func place(_ result: TransferResult, for tasks: [PlannedTask], request: PlannedRequest) {
     var owner: (task: PlannedTask, path: String, outcome: TaskResult)?
+    func record(_ task: PlannedTask, _ outcome: TaskResult) {
+      self.record(outcome)
+      remember(task, outcome, request: request, head: result.head)
+    }
     for (index, task) in tasks.enumerated() {
       var outcome = base(task)
       outcome.status = result.head.status
@@ -296,14 +483,15 @@ public final class Runner: TransferObserver {
       outcome.sha256 = result.sha256
       outcome.attempts = result.attempts
       outcome.source = index == 0 ? "network" : "duplicate"
+      outcome.resumedFrom = result.resumedFrom
       outcome.outcome = .completed
       if let problem = expectationProblem(task, result) {
         let failure = TransferFailure(code: problem.code, message: problem.message, attempts: result.attempts)
-        record(failed(task, failure, status: result.head.status))
+        record(task, failed(task, failure, status: result.head.status))
         continue
       }
       guard let destination = plan.destination(of: task) else {
-        record(outcome)
+        record(task, outcome)
         continue
       }
       let path = absolute(destination)
@@ -323,9 +511,9 @@ public final class Runner: TransferObserver {
           }
         }
         emit(.finished(task: outcome.id, to: outcome.to ?? ""))
-        record(outcome)
+        record(task, outcome)
       } catch {
-        record(failed(task, TransferFailure(code: error.code, message: error.message, attempts: result.attempts)))
+        record(task, failed(task, TransferFailure(code: error.code, message: error.message, attempts: result.attempts)))
       }
     }
     guard let source = result.file else { return }
@@ -339,10 +527,10 @@ public final class Runner: TransferObserver {
         throw FileSink.failure(errno: errno, doing: "rename the finished file into \(path)")
       }
       emit(.finished(task: outcome.id, to: outcome.to ?? ""))
-      record(outcome)
+      record(task, outcome)
     } catch {
       unlink(source)
-      record(failed(task, TransferFailure(code: error.code, message: error.message, attempts: result.attempts)))
+      record(task, failed(task, TransferFailure(code: error.code, message: error.message, attempts: result.attempts)))
     }
   }
 

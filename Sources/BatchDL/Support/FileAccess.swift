@@ -1,3 +1,5 @@
+import Crypto
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)
@@ -55,6 +57,14 @@ public enum FileAccess {
     if mkdir(path, 0o755) != 0 && errno != EEXIST { throw SystemError("create the folder \(path)") }
   }
 
+  /// A file's size and modification time (nanoseconds since the epoch), or nil when it does not
+  /// exist or is not a regular file.
+  public static func status(_ path: String) -> (size: Int64, modified: Int64)? {
+    var info = stat()
+    guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+    return (Int64(info.st_size), Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
+  }
+
   /// The folder part of `path` ("." when there is none).
   public static func directory(of path: String) -> String {
     guard let slash = path.lastIndex(of: "/") else { return "." }
@@ -99,5 +109,24 @@ public final class LineReader {
       while length > 0, bytes[length - 1] == 0x0A || bytes[length - 1] == 0x0D { length -= 1 }
       body(UnsafeBufferPointer(start: bytes, count: length))
     }
+  }
+}
+
+extension FileAccess {
+  /// The SHA-256 of a file's contents (hex), or nil when it cannot be read.
+  public static func sha256(of path: String) -> String? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var hasher = SHA256()
+    var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    while true {
+      let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+      if count < 0 && errno == EINTR { continue }
+      if count < 0 { return nil }
+      if count == 0 { break }
+      buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+    }
+    return hasher.finalize().hexString
   }
 }

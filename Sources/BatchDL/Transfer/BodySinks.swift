@@ -46,14 +46,98 @@ final class FileSink: BodySink, @unchecked Sendable {
   private var current: UnsafeMutableRawBufferPointer?
   private var filled = 0
 
-  /// Creates (or truncates) `path`, never following a symlink there.
-  init(path: String) throws(TransferFailure) {
+  /// Bytes known to be on disk: written and `fdatasync`ed (guarded by `lock`).
+  private var synced: Int64 = 0
+  private var syncPending = false
+
+  /// Creates (or truncates) `path`, never following a symlink there. With `offset` > 0 the file's
+  /// first `offset` bytes are kept (anything after them is cut off), hashed first, and the body
+  /// continues after them: a resumed download.
+  init(path: String, keeping offset: Int64 = 0) throws(TransferFailure) {
     self.path = path
-    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
+    let flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (offset > 0 ? 0 : O_TRUNC)
+    let fd = open(path, flags, 0o644)
     guard fd >= 0 else {
       throw FileSink.failure(errno: errno, doing: "create \(path)")
     }
     descriptor = fd
+    guard offset > 0 else { return }
+    var info = stat()
+    guard fstat(fd, &info) == 0, Int64(info.st_size) >= offset, ftruncate(fd, off_t(offset)) == 0 else {
+      close(fd)
+      throw TransferFailure(code: "resume-restart", message: "the partial file \(path) is shorter than its checkpoint")
+    }
+    count = offset
+    written = offset
+    synced = offset
+    // Hash the kept bytes on the sink's queue, before anything the network brings.
+    let queue = DispatchQueue(label: "batchdl.sink")
+    self.queue = queue
+    queue.async { self.hashKept(offset) }
+  }
+
+  private func hashKept(_ length: Int64) {
+    var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    var position: Int64 = 0
+    while position < length {
+      let want = Int(min(Int64(buffer.count), length - position))
+      let got = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, want, off_t(position)) }
+      if got < 0 && errno == EINTR { continue }
+      guard got > 0 else {
+        lock.lock()
+        writeError = FileSink.failure(errno: got < 0 ? errno : EIO, doing: "read back \(path)")
+        lock.unlock()
+        return
+      }
+      buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<got])) }
+      position += Int64(got)
+    }
+  }
+
+  /// Bytes known to be on disk (for checkpoints).
+  var durable: Int64 {
+    lock.lock()
+    defer { lock.unlock() }
+    return synced
+  }
+
+  /// Asks for everything written so far to reach the disk, without blocking the engine: the sink's
+  /// queue hands its current buffer over, `fdatasync`s after the writes before it, then moves
+  /// `durable`. At most one request is pending at a time.
+  func requestSync() {
+    lock.lock()
+    let pending = syncPending
+    syncPending = true
+    lock.unlock()
+    guard !pending else { return }
+    if filled > 0 { submit() }
+    let target = count
+    if let queue {
+      queue.async { self.sync(upTo: target) }
+    } else {
+      sync(upTo: target)
+    }
+  }
+
+  private func sync(upTo target: Int64) {
+    let ok = fdatasync(descriptor) == 0
+    lock.lock()
+    if ok { synced = max(synced, target) }
+    syncPending = false
+    lock.unlock()
+  }
+
+  /// Drains the queue and syncs now (a run stopping on a signal); returns the durable count.
+  func syncNow() -> Int64 {
+    if filled > 0 { submit() }
+    queue?.sync {}
+    let target = count
+    if fdatasync(descriptor) == 0 {
+      lock.lock()
+      synced = max(synced, target)
+      lock.unlock()
+    }
+    return durable
   }
 
   deinit {

@@ -38,6 +38,23 @@ public protocol TransferObserver: AnyObject {
   func transferCompleted(_ job: Int, outcome: Result<TransferResult, TransferFailure>)
   /// Called about ten times a second with the transfers in flight.
   func transferTick(active: [ActiveTransfer])
+  /// Bytes that reached the disk since the last call, for checkpoints (about once a second, and
+  /// for every transfer in flight when the run is cancelled).
+  func transferCheckpoints(_ checkpoints: [TransferCheckpoint])
+}
+
+/// A download's progress on disk, as a checkpoint records it.
+public struct TransferCheckpoint: Sendable {
+  public var job: Int
+  /// The partial file.
+  public var path: String
+  public var durable: Int64
+  /// A strong ETag or Last-Modified (`If-Range`).
+  public var validator: String
+  public var etag: String?
+  public var lastModified: String?
+  public var total: Int64?
+  public var effectiveURL: String
 }
 
 /// Runs jobs on one libcurl multi handle on the calling thread (DESIGN.md): admit work up to the
@@ -55,6 +72,8 @@ public final class Engine {
     var attempts = 0
     var startedAt: UInt64?
     var finished = false
+    /// Time spent in earlier runs and in finished attempts of this one (ms).
+    var spent: Int64 = 0
     var key = 0
   }
 
@@ -75,6 +94,11 @@ public final class Engine {
   private var active: [UnsafeMutableRawPointer: Transfer] = [:]
   private var remaining: Int
   private var lastTick: UInt64 = 0
+  private var lastCheckpoint: UInt64 = 0
+  /// Durable byte counts already reported, per job.
+  private var reported: [Int: Int64] = [:]
+  /// Bytes written since the last sync request past which a sync is asked for at once.
+  public var checkpointBytes: Int64 = 32 << 20
   /// Per-session byte budgets for `rate_limit`.
   private var buckets: [Int: RateBucket] = [:]
   private let cancelled = Flag()
@@ -95,7 +119,7 @@ public final class Engine {
     multi = try MultiHandle()
     self.globalLimit = max(1, globalLimit)
     self.observer = observer
-    self.jobs = jobs.map { JobState(spec: $0.spec, failure: $0.failure) }
+    self.jobs = jobs.map { JobState(spec: $0.spec, failure: $0.failure, spent: $0.spec.spentBefore) }
     remaining = jobs.count
     let maxHost = jobs.map(\.spec.hostLimit).max() ?? 6
     try multi.set(CURLMOPT_MAX_HOST_CONNECTIONS, maxHost)
@@ -120,12 +144,13 @@ public final class Engine {
     }
   }
 
-  /// Stops admitting work and aborts transfers in flight at the next turn of the loop; safe from
-  /// any thread (signal handlers).
+  /// Stops admitting work and aborts transfers in flight at the next turn of the loop.
   public func cancel() {
-    cancelled.set()
-    multi.wakeup()
+    canceller.cancel()
   }
+
+  /// What another thread (a signal handler) holds to cancel the run.
+  public var canceller: Canceller { Canceller(flag: cancelled, multi: multi.raw) }
 
   public var isCancelled: Bool { cancelled.isSet }
 
@@ -149,6 +174,12 @@ public final class Engine {
       now = Self.now()
       fireTimers(now: now)
       admit(now: now)
+      if now &- lastCheckpoint >= 1000 {
+        lastCheckpoint = now
+        collectCheckpoints()
+      } else {
+        requestSyncs(now: now)
+      }
       if now &- lastTick >= 100 {
         lastTick = now
         observer?.transferTick(
@@ -220,7 +251,7 @@ public final class Engine {
     if jobs[job].startedAt == nil { jobs[job].startedAt = now }
     var budget: Interval?
     if let resource = jobs[job].spec.resourceTimeout {
-      let left = resource.milliseconds - Int64(now &- (jobs[job].startedAt ?? now))
+      let left = resource.milliseconds - spent(job, now: now)
       guard left > 0 else {
         complete(job, .failure(Self.resourceTimeout(jobs[job])))
         return
@@ -268,6 +299,19 @@ public final class Engine {
     return waiting
   }
 
+  /// Time charged to a job against `timeouts.resource`: earlier runs plus this one so far.
+  private func spent(_ job: Int, now: UInt64) -> Int64 {
+    jobs[job].spec.spentBefore + Int64(now &- (jobs[job].startedAt ?? now))
+  }
+
+  /// Milliseconds a job has spent, across runs (for the store).
+  public func timeSpent(_ job: Int) -> Int64 {
+    spent(job, now: Self.now())
+  }
+
+  /// Attempts a job has made in this run.
+  public func attempts(_ job: Int) -> Int { jobs[job].attempts }
+
   private static func resourceTimeout(_ state: JobState) -> TransferFailure {
     TransferFailure(
       code: "timeout",
@@ -286,14 +330,24 @@ public final class Engine {
     sessionActive[jobs[job].spec.sessionKey, default: 1] -= 1
     unblock()
     let outcome = transfer.outcome(code, attempts: jobs[job].attempts)
+    if case .failure(let failure) = outcome, failure.code == "resume-restart", !cancelled.isSet {
+      // The server cannot continue this partial file: start over at once, without an attempt charged.
+      jobs[job].spec.resume = nil
+      jobs[job].attempts -= 1
+      enqueue(job)
+      return
+    }
     if case .failure(let failure) = outcome, FailureClassifier.isRetryable(failure),
       jobs[job].attempts < jobs[job].spec.retry.attempts, !cancelled.isSet
     {
+      // Continue from what this attempt wrote when the response allows it; else start over.
+      jobs[job].spec.resume = transfer.resumePoint
+      jobs[job].spec.conditional = nil
       let retryAfter = Int64(transfer.easy.info(offset: CURLINFO_RETRY_AFTER))
       let delay = backoff(job: job, retryAfterSeconds: retryAfter)
       let now = Self.now()
-      if let resource = jobs[job].spec.resourceTimeout, let started = jobs[job].startedAt,
-        Int64(now &- started) + delay.milliseconds >= resource.milliseconds
+      if let resource = jobs[job].spec.resourceTimeout,
+        spent(job, now: now) + delay.milliseconds >= resource.milliseconds
       {
         var failure = failure
         failure.message += "; no time left in timeouts.resource (\(resource)) to try again"
@@ -359,9 +413,53 @@ public final class Engine {
     }
   }
 
+  /// Asks each resumable download to sync once a second, or sooner after `checkpointBytes`.
+  private func requestSyncs(now: UInt64) {
+    for transfer in active.values {
+      guard let sink = transfer.fileSink, transfer.validator != nil else { continue }
+      if sink.count - sink.durable >= checkpointBytes { sink.requestSync() }
+    }
+  }
+
+  /// Reports what reached the disk since last time, and asks for the next syncs.
+  private func collectCheckpoints() {
+    var points: [TransferCheckpoint] = []
+    for transfer in active.values {
+      guard let sink = transfer.fileSink, transfer.validator != nil else { continue }
+      if let point = checkpoint(transfer, durable: sink.durable), point.durable > (reported[transfer.job] ?? 0) {
+        reported[transfer.job] = point.durable
+        points.append(point)
+      }
+      if sink.count > sink.durable { sink.requestSync() }
+    }
+    if !points.isEmpty { observer?.transferCheckpoints(points) }
+  }
+
+  private func checkpoint(_ transfer: Transfer, durable: Int64) -> TransferCheckpoint? {
+    guard let sink = transfer.fileSink, let validator = transfer.validator, durable > 0 else { return nil }
+    let head = transfer.head
+    return TransferCheckpoint(
+      job: transfer.job, path: sink.path, durable: durable, validator: validator, etag: head.strongETag,
+      lastModified: head["last-modified"], total: transfer.totalLength,
+      effectiveURL: transfer.easy.info(string: CURLINFO_EFFECTIVE_URL) ?? transfer.spec.url)
+  }
+
+  /// Stops every transfer in flight, after syncing what each wrote and reporting it as a checkpoint.
   private func abortAll() {
-    for transfer in active.values { multi.remove(transfer.easy) }
+    var points: [TransferCheckpoint] = []
+    for transfer in active.values {
+      multi.remove(transfer.easy)
+      if let sink = transfer.fileSink, let point = checkpoint(transfer, durable: sink.syncNow()) {
+        points.append(point)
+      }
+    }
+    if !points.isEmpty { observer?.transferCheckpoints(points) }
     active.removeAll()
+  }
+
+  /// Jobs that had not finished when the run was cancelled.
+  public var unfinishedJobs: [Int] {
+    jobs.indices.filter { !jobs[$0].finished }
   }
 
   private func failStuckJobs() {
@@ -402,6 +500,18 @@ final class RateBucket {
     guard tokens > 0 else { return false }
     tokens -= Double(count)
     return true
+  }
+}
+
+/// Cancels an engine from any thread: sets its flag and wakes its poll (`curl_multi_wakeup` is
+/// thread-safe).
+public struct Canceller: @unchecked Sendable {
+  let flag: Flag
+  let multi: UnsafeMutableRawPointer
+
+  public func cancel() {
+    flag.set()
+    curl_multi_wakeup(multi)
   }
 }
 

@@ -71,3 +71,23 @@ struct ResponseHeadParser {
     head.fields.append((name, value))
   }
 }
+
+/// `Content-Range: bytes START-END/TOTAL` (TOTAL may be `*`).
+struct ContentRange: Equatable {
+  var start: Int64
+  var end: Int64
+  var total: Int64?
+
+  init?(_ text: String) {
+    let trimmed = text.trimmingSpaces
+    guard trimmed.hasPrefix("bytes ") else { return nil }
+    let spec = trimmed.dropFirst(6)
+    let parts = spec.split(separator: "/", maxSplits: 1)
+    guard parts.count == 2 else { return nil }
+    let bounds = parts[0].split(separator: "-", maxSplits: 1)
+    guard bounds.count == 2, let start = Int64(bounds[0]), let end = Int64(bounds[1]) else { return nil }
+    self.start = start
+    self.end = end
+    total = parts[1] == "*" ? nil : Int64(parts[1])
+  }
+}

@@ -19,6 +19,8 @@ final class Transfer {
   /// The first bytes of a non-2xx body, for the error message.
   private(set) var errorBody: [UInt8] = []
   private(set) var becameDownload = false
+  /// The byte the body continued from, once a 206 was accepted.
+  private(set) var resumedFrom: Int64 = 0
   /// A failure found by a callback (disk full, body too large), which aborts the transfer.
   private(set) var callbackFailure: TransferFailure?
   /// Set by the engine when the response head arrived (for the `response` event).
@@ -75,6 +77,14 @@ final class Transfer {
     try easy.setProgressCallback(Transfer.progressCallback)
 
     var headers = spec.headers
+    if let resume = spec.resume {
+      headers.append("Range: bytes=\(resume.offset)-")
+      headers.append("If-Range: \(resume.validator)")
+    }
+    if let conditional = spec.conditional {
+      if let etag = conditional.etag { headers.append("If-None-Match: \(etag)") }
+      if let date = conditional.lastModified { headers.append("If-Modified-Since: \(date)") }
+    }
     if spec.decodeContent {
       try easy.set(CURLOPT_ACCEPT_ENCODING, "")
     } else {
@@ -149,7 +159,7 @@ final class Transfer {
     switch spec.target {
     case .file(let path):
       do {
-        return try FileSink(path: path)
+        return try FileSink(path: path, keeping: try keptBytes())
       } catch {
         callbackFailure = error
         return nil
@@ -172,11 +182,53 @@ final class Transfer {
     }
   }
 
+  /// The byte a 206 continues from, after checking that it answers the range asked for: it starts
+  /// at the offset and its total is the recorded one. A 200 starts over (0).
+  private func keptBytes() throws(TransferFailure) -> Int64 {
+    guard let resume = spec.resume, parser.head.status == 206 else { return 0 }
+    guard let range = ContentRange(parser.head["content-range"] ?? ""), range.start == resume.offset,
+      resume.total == nil || range.total == nil || range.total == resume.total
+    else {
+      throw TransferFailure(
+        code: "resume-restart",
+        message: "the server answered the range request with another range (\(parser.head["content-range"] ?? "none"))")
+    }
+    resumedFrom = resume.offset
+    return resume.offset
+  }
+
   static func matches(_ spill: TransferSpec.Spill, head: ResponseHead) -> Bool {
     if let type = head.mediaType, spill.contentTypes.contains(where: { $0.lowercased() == type }) { return true }
     if let limit = spill.largerThan, let length = head.contentLength, length > limit { return true }
     return false
   }
+
+  /// Where the next attempt could continue: the bytes this one wrote, when the response can be
+  /// resumed (a strong ETag or a Last-Modified, no content encoding).
+  var resumePoint: TransferSpec.Resume? {
+    guard case .file = spec.target, let file = sink as? FileSink, file.count > 0, let validator else { return nil }
+    return TransferSpec.Resume(offset: file.count, validator: validator, total: totalLength)
+  }
+
+  /// The response's validator for `If-Range`: a strong ETag, else Last-Modified; nil when the body
+  /// is encoded or the tag weak.
+  var validator: String? {
+    let head = parser.head
+    guard head.isSuccess, head.encoding == nil else { return nil }
+    if let tag = head.strongETag { return tag }
+    if head["etag"] != nil { return nil }
+    return head["last-modified"]
+  }
+
+  /// The full length of the resource: from `Content-Range` on a 206, else `Content-Length`.
+  var totalLength: Int64? {
+    let head = parser.head
+    if head.status == 206 { return ContentRange(head["content-range"] ?? "")?.total }
+    return head.contentLength
+  }
+
+  /// The file sink, for checkpoints.
+  var fileSink: FileSink? { sink as? FileSink }
 
   // MARK: - Callbacks
 
@@ -263,7 +315,27 @@ final class Transfer {
       return .failure(failure)
     }
     let head = parser.head
-    guard head.isSuccess else {
+    if head.status == 304, spec.conditional != nil {
+      return .success(
+        TransferResult(
+          head: head, size: 0, sha256: "", file: nil, body: nil, becameDownload: false, attempts: attempts,
+          effectiveURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? spec.url, notModified: true))
+    }
+    if head.status == 416, let resume = spec.resume {
+      // The partial file may already hold everything: verify it against the recorded total.
+      guard resume.total == resume.offset, case .file(let path) = spec.target else {
+        return .failure(
+          TransferFailure(
+            code: "resume-restart", message: "the server cannot continue from byte \(resume.offset) (HTTP 416)",
+            attempts: attempts))
+      }
+      do {
+        sink = try FileSink(path: path, keeping: resume.offset)
+        resumedFrom = resume.offset
+      } catch {
+        return .failure(error)
+      }
+    } else if !head.isSuccess {
       var failure = FailureClassifier.classify(status: head.status, reason: head.reason, body: errorBody)
       failure.attempts = attempts
       return .failure(failure)
@@ -278,7 +350,9 @@ final class Transfer {
       failure.attempts = attempts
       return .failure(failure)
     case .success(let (size, sha256)):
-      if let length = head.contentLength, head.encoding == nil, spec.method.uppercased() != "HEAD", length != size {
+      if head.status != 416, let length = head.contentLength, head.encoding == nil, spec.method.uppercased() != "HEAD",
+        length != size - resumedFrom
+      {
         return .failure(
           TransferFailure(
             code: "network", message: "the connection ended after \(size) of \(length) bytes", attempts: attempts))
@@ -293,7 +367,8 @@ final class Transfer {
       return .success(
         TransferResult(
           head: head, size: size, sha256: sha256, file: file, body: body, becameDownload: becameDownload,
-          attempts: attempts, effectiveURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? spec.url))
+          attempts: attempts, effectiveURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? spec.url,
+          resumedFrom: resumedFrom))
     }
   }
 }

@@ -42,6 +42,31 @@ public struct TransferSpec: Sendable {
     }
   }
 
+  /// Where an interrupted download continues: `Range: bytes=offset-` with `If-Range: validator`.
+  public struct Resume: Sendable, Equatable {
+    public var offset: Int64
+    public var validator: String
+    /// The full length recorded with the checkpoint, when known.
+    public var total: Int64?
+
+    public init(offset: Int64, validator: String, total: Int64?) {
+      self.offset = offset
+      self.validator = validator
+      self.total = total
+    }
+  }
+
+  /// Validators for a conditional request (`--refresh`): a 304 means the file is unchanged.
+  public struct Validators: Sendable, Equatable {
+    public var etag: String?
+    public var lastModified: String?
+
+    public init(etag: String?, lastModified: String?) {
+      self.etag = etag
+      self.lastModified = lastModified
+    }
+  }
+
   public var method: String
   public var url: String
   /// `Name: value` lines.
@@ -67,6 +92,12 @@ public struct TransferSpec: Sendable {
   /// Ask for compressed bodies and decode them (data tasks); false sends `Accept-Encoding: identity`
   /// (downloads, whose bytes on disk must be the resource's own).
   public var decodeContent = false
+  /// Continue a partial file instead of starting over.
+  public var resume: Resume?
+  /// Ask whether the resource changed since these validators.
+  public var conditional: Validators?
+  /// Milliseconds already spent against `resourceTimeout` in earlier runs.
+  public var spentBefore: Int64 = 0
 
   public init(
     method: String, url: String, headers: [String], body: Body, target: Target, requestTimeout: Interval,
@@ -104,6 +135,10 @@ public struct TransferResult: Sendable {
   public var attempts: Int
   /// The URL after redirects.
   public var effectiveURL: String
+  /// The byte the body continued from (0 when it came whole).
+  public var resumedFrom: Int64 = 0
+  /// The server answered 304 to a conditional request: nothing was transferred.
+  public var notModified = false
 }
 
 /// Why a transfer failed, with a stable code for reports (`http-404`, `timeout`, `connect`...).

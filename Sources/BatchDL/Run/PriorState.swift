@@ -1,0 +1,116 @@
+import Foundation
+
+/// What a request needs this run, given what earlier runs left in the state folder.
+public enum RequestAction: Sendable, Equatable {
+  /// Send it (the reason says why: never fetched, failed, file changed...).
+  case send
+  /// Continue its partial file from `offset`.
+  case resume(offset: Int64)
+  /// `--refresh`: ask with the stored validators; 304 means unchanged.
+  case revalidate
+  /// Every task's recorded result still matches its file: no request.
+  case unchanged
+
+  public var name: String {
+    switch self {
+    case .send: return "send"
+    case .resume: return "resume"
+    case .revalidate: return "revalidate"
+    case .unchanged: return "skip"
+    }
+  }
+}
+
+/// The state folder's contents as one run (or `plan`, or `status`) sees them.
+public struct PriorState: Sendable {
+  public var results: [String: StoredResult] = [:]
+  public var checkpoints: [String: Checkpoint] = [:]
+  public var budgets: [String: (spent: Int64, attempts: Int)] = [:]
+
+  public init() {}
+
+  /// Reads the store in `folder` (nothing when there is none).
+  public static func load(from store: StateStore?) throws(SQLiteError) -> PriorState {
+    var state = PriorState()
+    guard let store else { return state }
+    state.results = try store.results()
+    state.checkpoints = try store.checkpoints()
+    state.budgets = try store.budgets()
+    return state
+  }
+
+  /// What `request` needs, and why.
+  public func action(
+    for request: PlannedRequest, in plan: Plan, refresh: Bool = false, verify: Bool = false
+  ) -> (action: RequestAction, reason: String) {
+    let session = plan.manifest.sessions[Int(request.session)]
+    if session.kind == .ephemeral { return (.send, "ephemeral session: nothing is kept between runs") }
+    let key = request.key.description
+    var reason: String?
+    var validators: StoredResult?
+    for task in plan.tasks(of: request) {
+      guard let stored = results[plan.id(of: task)] else {
+        reason = reason ?? "not fetched before"
+        continue
+      }
+      if stored.outcome != TaskOutcome.completed.rawValue && stored.outcome != TaskOutcome.unchanged.rawValue {
+        reason = reason ?? "failed last time (\(stored.errorCode ?? stored.outcome))"
+        continue
+      }
+      if stored.requestKey != key {
+        reason = reason ?? "the request changed since it was fetched"
+        continue
+      }
+      if let destination = plan.destination(of: task).map({
+        FileAccess.resolve($0, against: plan.manifest.absoluteDirectory)
+      }) {
+        guard let info = FileAccess.status(destination) else {
+          reason = reason ?? "the file is missing"
+          continue
+        }
+        if info.size != stored.fileSize || info.modified != stored.fileModified {
+          reason = reason ?? "the file changed on disk"
+          continue
+        }
+        if verify, let sha256 = stored.sha256, FileAccess.sha256(of: destination) != sha256 {
+          reason = reason ?? "the file's contents changed (--verify)"
+          continue
+        }
+      }
+      validators = validators ?? stored
+    }
+    if let reason {
+      if let point = resumePoint(for: request, in: plan) {
+        return (.resume(offset: point.durable), "\(reason); a checkpoint holds \(point.durable) bytes")
+      }
+      return (.send, reason)
+    }
+    if refresh {
+      if validators?.etag != nil || validators?.lastModified != nil {
+        return (.revalidate, "--refresh: ask whether it changed")
+      }
+      return (.send, "--refresh, and no validator was recorded")
+    }
+    return (.unchanged, "unchanged since the last run")
+  }
+
+  /// A usable checkpoint for `request`: its partial file is where this plan puts it and holds at
+  /// least the checkpointed bytes.
+  public func resumePoint(for request: PlannedRequest, in plan: Plan) -> Checkpoint? {
+    guard let point = checkpoints[request.key.description], point.durable > 0, point.validator != nil,
+      let expected = PriorState.partialPath(for: request, in: plan), point.partial == expected,
+      let info = FileAccess.status(point.partial), info.size >= point.durable
+    else { return nil }
+    return point
+  }
+
+  /// The partial file a request's body goes to, when it goes to a file.
+  public static func partialPath(for request: PlannedRequest, in plan: Plan) -> String? {
+    guard
+      let owner = plan.tasks(of: request).first(where: { $0.kind != .data && !$0.to.isNone })
+        ?? plan.tasks(of: request).first(where: { !$0.to.isNone }),
+      let to = plan.destination(of: owner)
+    else { return nil }
+    return FileAccess.resolve(to, against: plan.manifest.absoluteDirectory) + ".batchdl-part"
+  }
+}

@@ -1,0 +1,137 @@
+import CSQLite
+
+/// A failed SQLite call, with SQLite's own message.
+public struct SQLiteError: Error, CustomStringConvertible {
+  public var code: Int32
+  public var message: String
+
+  public var description: String { "SQLite error \(code): \(message)" }
+}
+
+/// A thin wrapper over one SQLite connection: every call checked, statements finalized in `deinit`.
+final class SQLiteDatabase {
+  private let handle: OpaquePointer
+
+  /// Opens (or creates) the database at `path`, in WAL mode, with a busy timeout so that a reader
+  /// (`batchdl plan` while a run writes) waits briefly instead of failing.
+  init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+    var db: OpaquePointer?
+    let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+    let code = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
+    guard code == SQLITE_OK, let db else {
+      let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open \(path)"
+      if let db { sqlite3_close(db) }
+      throw SQLiteError(code: code, message: message)
+    }
+    handle = db
+    sqlite3_busy_timeout(db, 5000)
+    if !readOnly {
+      try execute("PRAGMA journal_mode=WAL")
+      try execute("PRAGMA synchronous=NORMAL")
+    }
+  }
+
+  deinit {
+    sqlite3_close_v2(handle)
+  }
+
+  private func check(_ code: Int32) throws(SQLiteError) {
+    guard code == SQLITE_OK || code == SQLITE_DONE || code == SQLITE_ROW else {
+      throw SQLiteError(code: code, message: String(cString: sqlite3_errmsg(handle)))
+    }
+  }
+
+  /// Runs SQL that returns no rows (several statements allowed).
+  func execute(_ sql: String) throws(SQLiteError) {
+    try check(sqlite3_exec(handle, sql, nil, nil, nil))
+  }
+
+  func prepare(_ sql: String) throws(SQLiteError) -> Statement {
+    var statement: OpaquePointer?
+    try check(sqlite3_prepare_v2(handle, sql, -1, &statement, nil))
+    guard let statement else { throw SQLiteError(code: SQLITE_MISUSE, message: "empty statement: \(sql)") }
+    return Statement(statement, database: self)
+  }
+
+  /// Runs `body` in one transaction: committed if it returns, rolled back if it throws.
+  func transaction<T>(_ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+    try execute("BEGIN IMMEDIATE")
+    do {
+      let result = try body()
+      try execute("COMMIT")
+      return result
+    } catch {
+      try? execute("ROLLBACK")
+      throw error
+    }
+  }
+
+  fileprivate func error(_ code: Int32) -> SQLiteError {
+    SQLiteError(code: code, message: String(cString: sqlite3_errmsg(handle)))
+  }
+
+  /// A prepared statement; bind, step, read columns, reset.
+  final class Statement {
+    private let statement: OpaquePointer
+    private let database: SQLiteDatabase
+
+    fileprivate init(_ statement: OpaquePointer, database: SQLiteDatabase) {
+      self.statement = statement
+      self.database = database
+    }
+
+    deinit {
+      sqlite3_finalize(statement)
+    }
+
+    /// Binds values to `?1`, `?2`... in order; nil binds NULL.
+    func bind(_ values: [SQLiteValue?]) throws(SQLiteError) {
+      sqlite3_reset(statement)
+      sqlite3_clear_bindings(statement)
+      for (index, value) in values.enumerated() {
+        let position = Int32(index + 1)
+        let code: Int32
+        switch value {
+        case nil: code = sqlite3_bind_null(statement, position)
+        case .integer(let number): code = sqlite3_bind_int64(statement, position, number)
+        case .text(let text): code = sqlite3_bind_text(statement, position, text, -1, csqlite_transient())
+        }
+        guard code == SQLITE_OK else { throw database.error(code) }
+      }
+    }
+
+    /// Steps once; true when a row is available.
+    func step() throws(SQLiteError) -> Bool {
+      let code = sqlite3_step(statement)
+      if code == SQLITE_ROW { return true }
+      if code == SQLITE_DONE { return false }
+      throw database.error(code)
+    }
+
+    /// Binds `values` and steps to the end (for INSERT, UPDATE, DELETE).
+    func run(_ values: [SQLiteValue?] = []) throws(SQLiteError) {
+      try bind(values)
+      while try step() {}
+    }
+
+    func integer(_ column: Int32) -> Int64? {
+      sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, column)
+    }
+
+    func text(_ column: Int32) -> String? {
+      guard let pointer = sqlite3_column_text(statement, column) else { return nil }
+      return String(cString: pointer)
+    }
+  }
+}
+
+/// A value bound to a statement.
+enum SQLiteValue {
+  case integer(Int64)
+  case text(String)
+}
+
+extension SQLiteValue {
+  static func int(_ value: Int64?) -> SQLiteValue? { value.map { .integer($0) } }
+  static func string(_ value: String?) -> SQLiteValue? { value.map { .text($0) } }
+}

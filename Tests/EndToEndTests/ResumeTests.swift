@@ -1,0 +1,231 @@
+import BatchDL
+import Foundation
+import TestServer
+import TestSupport
+import Testing
+
+/// Re-runs: resume after a kill or a signal, validation of what the server sends back, and runs
+/// that cost nothing once everything is done.
+@Suite struct ResumeTests {
+  static let manifest = """
+    version: 1
+    defaults:
+      retry: {attempts: 2, backoff: 100ms}
+    sessions:
+      main:
+        tasks:
+          - download: BASE/big.bin
+    """
+
+  /// Starts `batchdl run` on a trickling download and stops it with `signal` once a checkpoint
+  /// has been recorded; returns the exit status.
+  func interrupt(_ fixture: RunFixture, signal: Int32) throws -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: BinaryRunner.executable)
+    process.arguments = ["run", "manifest.yaml", "--progress", "never", "--quiet", "--report", "report.json"]
+    process.currentDirectoryURL = URL(fileURLWithPath: fixture.folder.path)
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let deadline = Date().addingTimeInterval(20)
+    while Date() < deadline && checkpointBytes(fixture) < 200_000 { usleep(50_000) }
+    kill(process.processIdentifier, signal)
+    process.waitUntilExit()
+    return process.terminationStatus
+  }
+
+  func checkpointBytes(_ fixture: RunFixture) -> Int64 {
+    guard let store = try? StateStore.open(folder: fixture.folder.path + "/.batchdl", readOnly: true),
+      let points = try? store.checkpoints()
+    else { return 0 }
+    return points.values.map(\.durable).max() ?? 0
+  }
+
+  func trickling(_ body: [UInt8], etag: String) -> Behavior {
+    .file(FileResource(body: body, etag: .strong(etag), trickle: Trickle(chunkBytes: 32 << 10, interval: 0.05)))
+  }
+
+  func rangeOffset(_ request: RecordedRequest?) -> Int64? {
+    guard let range = request?.header("range"), range.hasPrefix("bytes=") else { return nil }
+    return Int64(range.dropFirst(6).split(separator: "-").first ?? "")
+  }
+
+  @Test func killedRunResumesWithARangeAndACorrectFile() throws {
+    let fixture = try RunFixture()
+    let body = TestData.pseudoRandomBytes(count: 3 << 20, seed: 21)
+    fixture.server.route("/big.bin", trickling(body, etag: "v1"))
+    fixture.manifest(Self.manifest)
+    let status = try interrupt(fixture, signal: SIGKILL)
+    #expect(status != 0)
+    #expect(!fixture.folder.exists("big.bin"))
+    let saved = checkpointBytes(fixture)
+    #expect(saved > 0)
+    fixture.server.route("/big.bin", .file(FileResource(body: body, etag: .strong("v1"))))
+    fixture.server.clearLog()
+    let result = try fixture.run()
+    #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    let intact = fixture.holds("big.bin", body)
+    #expect(intact)
+    let request = fixture.server.requests(for: "/big.bin").first
+    let offset = try #require(rangeOffset(request))
+    #expect(offset >= saved && offset > 0)
+    #expect(request?.header("if-range") == "\"v1\"")
+    #expect(try fixture.tasks()["big.bin"]?["resumed_from"] as? Int == Int(offset))
+    #expect(
+      fixture.events().contains { $0["event"] as? String == "resumed" }, "\(fixture.folder.read("events.jsonl") ?? "")")
+    #expect(!fixture.folder.exists("big.bin.batchdl-part"))
+  }
+
+  @Test func interruptedRunExits3AndResumes() throws {
+    let fixture = try RunFixture()
+    let body = TestData.pseudoRandomBytes(count: 3 << 20, seed: 22)
+    fixture.server.route("/big.bin", trickling(body, etag: "v1"))
+    fixture.manifest(Self.manifest)
+    let status = try interrupt(fixture, signal: SIGINT)
+    #expect(status == 3)
+    #expect(try fixture.tasks()["big.bin"]?["outcome"] as? String == "cancelled")
+    #expect(!fixture.folder.exists("big.bin"))
+    fixture.server.route("/big.bin", .file(FileResource(body: body, etag: .strong("v1"))))
+    fixture.server.clearLog()
+    let result = try fixture.run()
+    #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    let intact = fixture.holds("big.bin", body)
+    #expect(intact)
+    #expect((rangeOffset(fixture.server.requests(for: "/big.bin").first) ?? 0) > 0)
+  }
+
+  @Test func aFileChangedUpstreamIsFetchedWholeNeverSpliced() throws {
+    let fixture = try RunFixture()
+    let old = TestData.pseudoRandomBytes(count: 3 << 20, seed: 23)
+    let new = TestData.pseudoRandomBytes(count: (3 << 20) + 100, seed: 24)
+    fixture.server.route("/big.bin", trickling(old, etag: "v1"))
+    fixture.manifest(Self.manifest)
+    _ = try interrupt(fixture, signal: SIGKILL)
+    fixture.server.route("/big.bin", .file(FileResource(body: new, etag: .strong("v2"))))
+    fixture.server.clearLog()
+    let result = try fixture.run()
+    #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    let intact = fixture.holds("big.bin", new)
+    #expect(intact)
+    #expect(fixture.server.requests(for: "/big.bin").first?.header("if-range") == "\"v1\"")
+    #expect(try fixture.tasks()["big.bin"]?["resumed_from"] as? Int == 0)
+  }
+
+  @Test func aServerThatIgnoresRangeStillGivesACorrectFile() throws {
+    let fixture = try RunFixture()
+    let body = TestData.pseudoRandomBytes(count: 3 << 20, seed: 25)
+    fixture.server.route("/big.bin", trickling(body, etag: "v1"))
+    fixture.manifest(Self.manifest)
+    _ = try interrupt(fixture, signal: SIGKILL)
+    fixture.server.route("/big.bin", .file(FileResource(body: body, etag: .strong("v1"), ignoreRange: true)))
+    let result = try fixture.run()
+    #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    let intact = fixture.holds("big.bin", body)
+    #expect(intact)
+    #expect(try fixture.tasks()["big.bin"]?["resumed_from"] as? Int == 0)
+  }
+
+  @Test func aCompletePartialFileIsVerifiedOn416() throws {
+    let fixture = try RunFixture()
+    let body = TestData.pseudoRandomBytes(count: 200_000, seed: 26)
+    fixture.server.route("/big.bin", .file(FileResource(body: body, etag: .strong("v1"))))
+    fixture.manifest(Self.manifest)
+    // A run that wrote every byte and was stopped before the rename: the partial file is whole.
+    let plan = try ManifestCheck.plan(path: fixture.folder.path + "/manifest.yaml")
+    let key = plan.requests[0].key.description
+    let partial = fixture.folder.path + "/big.bin.batchdl-part"
+    _ = FileManager.default.createFile(atPath: partial, contents: Data(body))
+    let store = try #require(try StateStore.open(folder: fixture.folder.path + "/.batchdl"))
+    try store.update(checkpoints: [
+      Checkpoint(
+        key: key, partial: partial, url: fixture.server.url("/big.bin"), etag: "\"v1\"", lastModified: nil,
+        total: Int64(body.count), durable: Int64(body.count))
+    ])
+    let result = try fixture.run()
+    #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    #expect(fixture.server.requests(for: "/big.bin").count == 1)
+    #expect(rangeOffset(fixture.server.requests(for: "/big.bin").first) == Int64(body.count))
+    let intact = fixture.holds("big.bin", body)
+    #expect(intact)
+    #expect(try fixture.tasks()["big.bin"]?["sha256"] as? String == SHA256Digest.hex(body))
+  }
+
+  @Test func aFinishedManifestCostsNoRequest() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(TestData.pseudoRandomBytes(count: 5000, seed: 1), etag: .strong("a")))
+    fixture.server.route("/b.txt", .text("b\n"))
+    fixture.server.route("/up", .uploadSink)
+    fixture.folder.write("payload.txt", "payload\n")
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        main:
+          tasks:
+            - download: BASE/a.bin
+            - download: BASE/a.bin
+              to: copy.bin
+            - download: BASE/b.txt
+            - upload: BASE/up
+              from: payload.txt
+      """)
+    #expect(try fixture.run().status == 0)
+    let first = fixture.folder.read("report.json")
+    fixture.server.clearLog()
+    let again = try fixture.run()
+    #expect(again.status == 0)
+    #expect(fixture.server.requests.isEmpty)
+    let tasks = try fixture.tasks()
+    #expect(tasks.values.allSatisfy { $0["outcome"] as? String == "unchanged" })
+    #expect(tasks["a.bin"]?["sha256"] as? String != nil)
+    #expect(first != fixture.folder.read("report.json"))
+
+    // A file altered on disk is fetched again; the others still cost nothing.
+    fixture.folder.write("b.txt", "tampered\n")
+    fixture.server.clearLog()
+    #expect(try fixture.run().status == 0)
+    #expect(fixture.server.requests.map(\.path) == ["/b.txt"])
+    #expect(fixture.folder.read("b.txt") == "b\n")
+  }
+
+  @Test func refreshRevalidatesAndA304IsUnchanged() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(Array(repeating: 9, count: 1000), etag: .strong("a1")))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        main:
+          tasks:
+            - download: BASE/a.bin
+      """)
+    #expect(try fixture.run().status == 0)
+    fixture.server.clearLog()
+    #expect(try fixture.run(["--refresh"]).status == 0)
+    #expect(fixture.server.requests(for: "/a.bin").first?.header("if-none-match") == "\"a1\"")
+    let task = try #require(try fixture.tasks()["a.bin"])
+    #expect(task["outcome"] as? String == "unchanged")
+    #expect(task["source"] as? String == "not-modified")
+    // Changed upstream: --refresh brings the new file.
+    fixture.server.route("/a.bin", .file(Array(repeating: 8, count: 1200), etag: .strong("a2")))
+    #expect(try fixture.run(["--refresh"]).status == 0)
+    #expect(fixture.bytes("a.bin")?.count == 1200)
+  }
+
+  @Test func failedTasksAreTriedAgainNextRun() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/late", .fixed(.text(404, "not yet")))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        main:
+          tasks:
+            - download: BASE/late
+      """)
+    #expect(try fixture.run().status == 1)
+    fixture.server.route("/late", .text("here now\n"))
+    #expect(try fixture.run().status == 0)
+    #expect(fixture.folder.read("late") == "here now\n")
+  }
+}
