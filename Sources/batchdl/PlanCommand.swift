@@ -7,7 +7,8 @@ struct PlanCommand: ParsableCommand {
     abstract: "Print what 'run' would send, in order, without sending anything.",
     discussion: """
       Lists each request once with the tasks that share it, its position in the order \
-      ('after:' first, then priority, then round-robin across hosts) and, with --shards or \
+      ('after:' first, then priority, then round-robin across hosts), whether 'run' would send \
+      it, resume it (from which byte) or skip it as unchanged, and why, and, with --shards or \
       --shard, its shard.
 
       Example:
@@ -28,6 +29,12 @@ struct PlanCommand: ParsableCommand {
   @Option(help: "Show each request's shard among N shards.")
   var shards: Int?
 
+  @Option(help: ArgumentHelp("State folder (default: .batchdl/ beside the manifest).", valueName: "dir"))
+  var state: String?
+
+  @Flag(help: "Show what 'run --refresh' would do.")
+  var refresh = false
+
   func validate() throws {
     if let shard, case .failure(let problem) = Shard.parse(shard) { throw ValidationError(problem.description) }
     if let shards, shards < 1 { throw ValidationError("--shards must be at least 1") }
@@ -44,7 +51,15 @@ struct PlanCommand: ParsableCommand {
     }
     ManifestCheck.report(plan.warnings, for: manifest, to: &stderr)
     let selected = shard.flatMap { try? Shard.parse($0).get() }
-    let listing = PlanListing(plan: plan, shard: selected, shardCount: shards)
+    var listing = PlanListing(plan: plan, shard: selected, shardCount: shards)
+    listing.refresh = refresh
+    do {
+      let folder = state ?? FileAccess.resolve(".batchdl", against: plan.manifest.directory)
+      listing.prior = try PriorState.load(from: try StateStore.open(folder: folder, readOnly: true))
+    } catch {
+      stderr.write("batchdl: cannot read the state folder: \(error)\n")
+      throw ExitCode(ExitStatus.invalid.rawValue)
+    }
     var out = BufferedOutput()
     if json {
       listing.writeJSON(to: &out)

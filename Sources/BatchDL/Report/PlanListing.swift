@@ -7,6 +7,11 @@ public struct PlanListing {
   public var shardCount: Int?
   private let redactor: Redactor
 
+  /// What earlier runs left, to say per request whether it would be sent, resumed or skipped.
+  public var prior: PriorState?
+  /// As `run --refresh` would see it.
+  public var refresh = false
+
   public init(plan: Plan, shard: Shard? = nil, shardCount: Int? = nil) {
     self.plan = plan
     self.shard = shard
@@ -57,6 +62,15 @@ public struct PlanListing {
       guard included(request) else { continue }
       var line = "#\(position[Int(index)])  \(request.method) \(redactor.url(plan.url(of: request)))"
       var notes = ["session \(sessionName(request.session))"]
+      if let prior {
+        let (action, reason) = prior.action(for: request, in: plan, refresh: refresh)
+        switch action {
+        case .send: notes.insert("send: \(reason)", at: 0)
+        case .resume(let offset): notes.insert("resume from byte \(offset): \(reason)", at: 0)
+        case .revalidate: notes.insert("revalidate: \(reason)", at: 0)
+        case .unchanged: notes.insert("skip: \(reason)", at: 0)
+        }
+      }
       if request.priority != .normal { notes.append("\(request.priority.rawValue) priority") }
       if let count = shardCount { notes.append("shard \(plan.shard(of: request, count: count))/\(count)") }
       if !request.dependencies.isEmpty {
@@ -98,16 +112,28 @@ public struct PlanListing {
       requestCount += 1
       taskCount += Int(request.taskCount)
       // Keys in sorted order, written directly: a million requests must not build a million trees.
-      text += first ? "{\"after\":[" : ",{\"after\":["
+      text += first ? "{" : ",{"
       first = false
+      var decision: (action: RequestAction, reason: String)?
+      if let prior {
+        let found = prior.action(for: request, in: plan, refresh: refresh)
+        decision = found
+        text += "\"action\":\"" + found.action.name + "\","
+      }
+      text += "\"after\":["
       let after = request.dependencies.map { position[Int($0)] }.sorted()
       for (offset, value) in after.enumerated() { text += offset == 0 ? String(value) : "," + String(value) }
       text += "],\"host\":"
       JSON.quote(redactor.text(plan.hosts[Int(request.host)]), into: &text)
       text += ",\"key\":\"" + request.key.description + "\",\"method\":"
       JSON.quote(request.method, into: &text)
-      text += ",\"position\":" + String(position[Int(index)]) + ",\"priority\":\"" + request.priority.rawValue
-      text += "\",\"session\":"
+      text += ",\"position\":" + String(position[Int(index)]) + ",\"priority\":\"" + request.priority.rawValue + "\""
+      if let decision {
+        text += ",\"reason\":"
+        JSON.quote(decision.reason, into: &text)
+        if case .resume(let offset) = decision.action { text += ",\"resume_from\":" + String(offset) }
+      }
+      text += ",\"session\":"
       JSON.quote(sessionName(request.session), into: &text)
       if let count = shardCount { text += ",\"shard\":" + String(plan.shard(of: request, count: count)) }
       text += ",\"tasks\":["

@@ -1,0 +1,100 @@
+import ArgumentParser
+import BatchDL
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+struct CacheCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "cache",
+    abstract: "Show or clear what the state folder keeps for a manifest.",
+    subcommands: [Stats.self, Clear.self]
+  )
+
+  struct Location: ParsableArguments {
+    @Argument(help: "The manifest.")
+    var manifest: String
+
+    @Option(help: ArgumentHelp("State folder (default: .batchdl/ beside the manifest).", valueName: "dir"))
+    var state: String?
+
+    func maintenance() throws -> StateMaintenance {
+      var stderr = StandardError()
+      do {
+        let plan = try ManifestCheck.plan(path: manifest)
+        return StateMaintenance(
+          plan: plan, folder: state ?? FileAccess.resolve(".batchdl", against: plan.manifest.directory))
+      } catch {
+        ManifestCheck.report(error.diagnostics, for: manifest, to: &stderr)
+        throw ExitCode(ExitStatus.invalid.rawValue)
+      }
+    }
+  }
+
+  struct Stats: ParsableCommand {
+    static let configuration = CommandConfiguration(
+      abstract: "Show the recorded results, checkpoints and partial files.",
+      discussion: """
+        Example:
+          batchdl cache stats mirror.yaml
+        """
+    )
+
+    @OptionGroup var location: Location
+
+    func run() throws {
+      let maintenance = try location.maintenance()
+      let stats = try maintenance.stats()
+      print("state folder: \(maintenance.folder)")
+      print("results: \(stats.results)")
+      print("checkpoints: \(stats.checkpoints)")
+      print("partial files: \(stats.partialFiles) (\(ProgressDisplay.bytes(stats.partialBytes)))")
+    }
+  }
+
+  struct Clear: ParsableCommand {
+    static let configuration = CommandConfiguration(
+      abstract: "Remove checkpoints and partial files, so that unfinished downloads start over.",
+      discussion: """
+        Asks first on a terminal; elsewhere, --yes is required. Finished files and their results \
+        are kept.
+
+        Example:
+          batchdl cache clear mirror.yaml --yes
+        """
+    )
+
+    @OptionGroup var location: Location
+
+    @Flag(name: .shortAndLong, help: "Do not ask.")
+    var yes = false
+
+    func run() throws {
+      var stderr = StandardError()
+      let maintenance = try location.maintenance()
+      if !yes {
+        guard isatty(0) == 1 else {
+          stderr.write("batchdl: not on a terminal; add --yes to clear \(maintenance.folder)\n")
+          throw ExitCode(ExitStatus.invalid.rawValue)
+        }
+        let stats = try maintenance.stats()
+        print(
+          "Remove \(stats.checkpoints) checkpoints and \(stats.partialFiles) partial files "
+            + "(\(ProgressDisplay.bytes(stats.partialBytes))) for \(location.manifest)? [y/N] ",
+          terminator: "")
+        guard let answer = readLine(), ["y", "yes"].contains(answer.lowercased()) else {
+          print("nothing removed")
+          return
+        }
+      }
+      do {
+        let removed = try maintenance.clear()
+        print("cleared \(maintenance.folder): checkpoints removed, \(removed) partial files deleted")
+      } catch let held as StateLock.Held {
+        stderr.write("batchdl: \(held)\n")
+        throw ExitCode(ExitStatus.locked.rawValue)
+      }
+    }
+  }
+}

@@ -1,0 +1,56 @@
+import ArgumentParser
+import BatchDL
+
+struct StatusCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "status",
+    abstract: "Show where each task stands: done, partial, pending or failed.",
+    discussion: """
+      Reads the state folder and the files on disk; sends nothing.
+
+      Example:
+        batchdl status mirror.yaml
+        batchdl status mirror.yaml --json
+      """
+  )
+
+  @Argument(help: "The manifest.")
+  var manifest: String
+
+  @Option(help: ArgumentHelp("State folder (default: .batchdl/ beside the manifest).", valueName: "dir"))
+  var state: String?
+
+  @Flag(help: "Print JSON.")
+  var json = false
+
+  func run() throws {
+    var stderr = StandardError()
+    let plan: Plan
+    do {
+      plan = try ManifestCheck.plan(path: manifest)
+    } catch {
+      ManifestCheck.report(error.diagnostics, for: manifest, to: &stderr)
+      throw ExitCode(ExitStatus.invalid.rawValue)
+    }
+    let folder = state ?? FileAccess.resolve(".batchdl", against: plan.manifest.directory)
+    let prior: PriorState
+    do {
+      prior = try PriorState.load(from: try StateStore.open(folder: folder, readOnly: true))
+    } catch {
+      stderr.write("batchdl: cannot read the state folder \(folder): \(error)\n")
+      throw ExitCode(ExitStatus.invalid.rawValue)
+    }
+    let statuses = TaskStatus.all(plan: plan, prior: prior)
+    let out = BufferedOutput()
+    if json {
+      out.write(JSON.object(["tasks": .array(statuses.map(\.json))]).text + "\n")
+    } else {
+      for status in statuses { out.write(status.line + "\n") }
+      var counts: [TaskStatus.State: Int] = [:]
+      for status in statuses { counts[status.state, default: 0] += 1 }
+      let parts = [TaskStatus.State.done, .partial, .pending, .failed].map { "\(counts[$0] ?? 0) \($0.rawValue)" }
+      out.write("\(statuses.count) tasks: " + parts.joined(separator: ", ") + "\n")
+    }
+    out.flush()
+  }
+}
