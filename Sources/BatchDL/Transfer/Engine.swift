@@ -97,8 +97,11 @@ public final class Engine {
   private var lastCheckpoint: UInt64 = 0
   /// Durable byte counts already reported, per job.
   private var reported: [Int: Int64] = [:]
-  /// Bytes written since the last sync request past which a sync is asked for at once.
-  public var checkpointBytes: Int64 = 32 << 20
+  /// Bytes written since the last sync past which a sync is asked for at once.
+  public var checkpointBytes: Int64 = 64 << 20
+  /// Milliseconds between syncs of a download.
+  public var syncInterval: UInt64 = 500
+  private var lastSync: [Int: UInt64] = [:]
   /// Per-session byte budgets for `rate_limit`.
   private var buckets: [Int: RateBucket] = [:]
   private let cancelled = Flag()
@@ -174,12 +177,7 @@ public final class Engine {
       now = Self.now()
       fireTimers(now: now)
       admit(now: now)
-      if now &- lastCheckpoint >= 1000 {
-        lastCheckpoint = now
-        collectCheckpoints()
-      } else {
-        requestSyncs(now: now)
-      }
+      checkpoint(now: now)
       if now &- lastTick >= 100 {
         lastTick = now
         observer?.transferTick(
@@ -413,26 +411,27 @@ public final class Engine {
     }
   }
 
-  /// Asks each resumable download to sync once a second, or sooner after `checkpointBytes`.
-  private func requestSyncs(now: UInt64) {
-    for transfer in active.values {
-      guard let sink = transfer.fileSink, transfer.validator != nil else { continue }
-      if sink.count - sink.durable >= checkpointBytes { sink.requestSync() }
-    }
-  }
-
-  /// Reports what reached the disk since last time, and asks for the next syncs.
-  private func collectCheckpoints() {
+  /// Keeps checkpoints close behind the network: each resumable download is asked to sync every
+  /// `syncInterval` ms (sooner after `checkpointBytes` unsynced bytes), and what reached the disk is
+  /// reported at most every 250 ms, so that a kill loses well under a second of transfer.
+  private func checkpoint(now: UInt64) {
     var points: [TransferCheckpoint] = []
     for transfer in active.values {
       guard let sink = transfer.fileSink, transfer.validator != nil else { continue }
-      if let point = checkpoint(transfer, durable: sink.durable), point.durable > (reported[transfer.job] ?? 0) {
-        reported[transfer.job] = point.durable
+      let durable = sink.durable
+      if durable > (reported[transfer.job] ?? 0), let point = checkpoint(transfer, durable: durable) {
         points.append(point)
       }
-      if sink.count > sink.durable { sink.requestSync() }
+      let unsynced = sink.count - durable
+      if unsynced > 0, unsynced >= checkpointBytes || now &- (lastSync[transfer.job] ?? 0) >= syncInterval {
+        lastSync[transfer.job] = now
+        sink.requestSync()
+      }
     }
-    if !points.isEmpty { observer?.transferCheckpoints(points) }
+    guard !points.isEmpty, now &- lastCheckpoint >= 250 else { return }
+    lastCheckpoint = now
+    for point in points { reported[point.job] = point.durable }
+    observer?.transferCheckpoints(points)
   }
 
   private func checkpoint(_ transfer: Transfer, durable: Int64) -> TransferCheckpoint? {
