@@ -36,12 +36,14 @@ import Testing
     try process.run()
     let deadline = Date().addingTimeInterval(20)
     var durable: Int64 = 0
-    while Date() < deadline && durable < 100_000 {
+    var results = 0
+    while Date() < deadline && (durable < 100_000 || results < 2) {
       usleep(50_000)
       if let store = try? StateStore.open(folder: fixture.folder.path + "/.batchdl", readOnly: true),
-        let points = try? store.checkpoints()
+        let points = try? store.checkpoints(), let stored = try? store.results()
       {
         durable = points.values.map(\.durable).max() ?? 0
+        results = stored.count
       }
     }
     kill(process.processIdentifier, SIGKILL)

@@ -245,9 +245,9 @@ public final class Runner: TransferObserver {
     }
   }
 
-  /// Writes results, removed checkpoints and budgets: about once a second, and at the end.
+  /// Writes results, removed checkpoints and budgets: at most four times a second, and at the end.
   private func flushStore(force: Bool = false) {
-    guard let store, force || Engine.now() &- lastFlush >= 1000 else { return }
+    guard let store, force || Engine.now() &- lastFlush >= 250 else { return }
     lastFlush = Engine.now()
     do {
       try store.save(results: pendingResults)
