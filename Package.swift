@@ -79,6 +79,14 @@ let package = Package(
       swiftSettings: strict
     ),
     .testTarget(
+      name: "TransferTests",
+      dependencies: [
+        "BatchDL", "TestSupport",
+        .product(name: "Crypto", package: "swift-crypto"),
+      ],
+      swiftSettings: strict
+    ),
+    .testTarget(
       name: "EndToEndTests",
       dependencies: ["TestSupport", "TestServer"],
       swiftSettings: strict

@@ -228,4 +228,89 @@ import Testing
     #expect(try fixture.run().status == 0)
     #expect(fixture.folder.read("late") == "here now\n")
   }
+
+  @Test func verifyRehashesFilesThatLookUnchanged() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/a.txt", .text("original\n"))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        main:
+          tasks:
+            - download: BASE/a.txt
+      """)
+    #expect(try fixture.run().status == 0)
+    // Same size, same modification time, other bytes: only a re-hash notices.
+    let path = fixture.folder.path + "/a.txt"
+    var info = stat()
+    #expect(stat(path, &info) == 0)
+    fixture.folder.write("a.txt", "ORIGINAL\n")
+    let times = [info.st_atim, info.st_mtim]
+    #expect(utimensat(AT_FDCWD, path, times, 0) == 0)
+    fixture.server.clearLog()
+    #expect(try fixture.run().status == 0)
+    #expect(fixture.server.requests.isEmpty)
+    #expect(try fixture.run(["--verify"]).status == 0)
+    #expect(fixture.server.requests.count == 1)
+    #expect(fixture.folder.read("a.txt") == "original\n")
+  }
+
+  @Test func theResourceBudgetIsChargedAcrossRuns() throws {
+    let fixture = try RunFixture()
+    let body = TestData.pseudoRandomBytes(count: 3 << 20, seed: 27)
+    fixture.server.route("/big.bin", trickling(body, etag: "v1"))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        main:
+          timeouts: {resource: 3s}
+          tasks:
+            - download: BASE/big.bin
+      """)
+    let status = try interrupt(fixture, signal: SIGINT)
+    #expect(status == 3)
+    // The first run spent about a second of the three; the second cannot finish in what is left.
+    let result = try fixture.run()
+    #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+    let task = try #require(try fixture.tasks()["big.bin"])
+    #expect((task["error"] as? [String: Any])?["code"] as? String == "timeout")
+  }
+
+  @Test func theStateFolderHoldsNoSecret() throws {
+    let fixture = try RunFixture()
+    let body = TestData.pseudoRandomBytes(count: 3 << 20, seed: 28)
+    fixture.server.route("/big.bin", trickling(body, etag: "v1"))
+    fixture.server.route("/small", .text("small\n"))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        main:
+          headers: {Authorization: "Bearer ${STATE_SECRET}"}
+          tasks:
+            - download: BASE/small?key=${STATE_SECRET}
+              to: small.txt
+            - download: BASE/big.bin?key=${STATE_SECRET}
+              to: big.bin
+      """)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: BinaryRunner.executable)
+    process.arguments = ["run", "manifest.yaml", "--progress", "never", "--quiet"]
+    process.currentDirectoryURL = URL(fileURLWithPath: fixture.folder.path)
+    var environment = ProcessInfo.processInfo.environment
+    environment["STATE_SECRET"] = "s3cret-in-state-77"
+    process.environment = environment
+    try process.run()
+    let deadline = Date().addingTimeInterval(20)
+    while Date() < deadline && checkpointBytes(fixture) == 0 { usleep(50_000) }
+    kill(process.processIdentifier, SIGINT)
+    process.waitUntilExit()
+    #expect(checkpointBytes(fixture) > 0)
+    for name in ["state.sqlite", "state.sqlite-wal", "lock"] {
+      guard let data = FileManager.default.contents(atPath: fixture.folder.path + "/.batchdl/" + name) else { continue }
+      #expect(!String(decoding: data, as: UTF8.self).contains("s3cret-in-state-77"), "\(name)")
+    }
+  }
 }

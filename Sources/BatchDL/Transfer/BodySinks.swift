@@ -141,9 +141,14 @@ final class FileSink: BodySink, @unchecked Sendable {
   }
 
   deinit {
-    queue?.sync {}
+    // Every block on the queue holds the sink, so none is pending now (this may even run on the
+    // queue, as its last block lets go): nothing to wait for.
     close(descriptor)
-    if let current { current.deallocate() }
+    if let current {
+      current.deallocate()
+      // Give back the buffer's slot: libdispatch traps when a semaphore is freed below its start.
+      available.signal()
+    }
     for buffer in spare { buffer.deallocate() }
   }
 

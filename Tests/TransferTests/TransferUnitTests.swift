@@ -1,0 +1,144 @@
+import Crypto
+import Foundation
+import TestSupport
+import Testing
+
+@testable import BatchDL
+
+@Suite struct BodySinkTests {
+  func hex(_ bytes: [UInt8]) -> String { SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined() }
+
+  @Test func aFileSinkHashesAndWritesEverythingPastTheInlineMiB() throws {
+    let folder = TemporaryDirectory()
+    let path = folder.path + "/f.part"
+    let body = (0..<(3 << 20) + 12345).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+    let sink = try FileSink(path: path)
+    var offset = 0
+    while offset < body.count {
+      let end = min(body.count, offset + 70_000)
+      #expect(body[offset..<end].withUnsafeBytes { sink.write($0) })
+      offset = end
+    }
+    let result = try sink.finish().get()
+    #expect(result.size == Int64(body.count))
+    #expect(result.sha256 == hex(body))
+    #expect(FileManager.default.contents(atPath: path) == Data(body))
+  }
+
+  @Test func aSinkDroppedMidBufferGivesItsSlotsBack() throws {
+    let folder = TemporaryDirectory()
+    // Past the inline MiB with a half-filled buffer, then released without finish (a failed attempt).
+    for _ in 0..<3 {
+      let sink = try FileSink(path: folder.path + "/f.part")
+      let chunk = [UInt8](repeating: 1, count: (1 << 20) + 100_000)
+      #expect(chunk.withUnsafeBytes { sink.write($0) })
+    }
+  }
+
+  @Test func aResumedSinkKeepsAndHashesTheBytesBeforeTheOffset() throws {
+    let folder = TemporaryDirectory()
+    let path = folder.path + "/f.part"
+    let body = (0..<500_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+    // A partial file with more than the checkpoint: the extra tail must be cut off.
+    _ = FileManager.default.createFile(atPath: path, contents: Data(body[0..<300_000] + [9, 9, 9]))
+    let sink = try FileSink(path: path, keeping: 300_000)
+    #expect(body[300_000...].withUnsafeBytes { sink.write($0) })
+    let result = try sink.finish().get()
+    #expect(result.size == 500_000)
+    #expect(result.sha256 == hex(body))
+    #expect(FileManager.default.contents(atPath: path) == Data(body))
+  }
+
+  @Test func aPartialFileShorterThanItsCheckpointRestarts() throws {
+    let folder = TemporaryDirectory()
+    let path = folder.path + "/f.part"
+    _ = FileManager.default.createFile(atPath: path, contents: Data([1, 2, 3]))
+    #expect(throws: TransferFailure.self) { try FileSink(path: path, keeping: 10) }
+  }
+
+  @Test func aMemorySinkEnforcesItsLimitUnlessItMaySpill() throws {
+    let small = MemorySink(limit: 10, spill: nil) { _ in nil }
+    #expect([UInt8](repeating: 0, count: 8).withUnsafeBytes { small.write($0) })
+    #expect(![UInt8](repeating: 0, count: 8).withUnsafeBytes { small.write($0) })
+    #expect(small.failure?.code == "body-too-large")
+
+    let folder = TemporaryDirectory()
+    let spill = TransferSpec.Spill(contentTypes: [], largerThan: nil, path: folder.path + "/spill.part")
+    let spilling = MemorySink(limit: 10, spill: spill) { rule in try? FileSink(path: rule.path) }
+    let bytes = (0..<100).map { UInt8($0) }
+    #expect(bytes[0..<8].withUnsafeBytes { spilling.write($0) })
+    #expect(bytes[8...].withUnsafeBytes { spilling.write($0) })
+    let result = try spilling.finish().get()
+    #expect(result.size == 100)
+    #expect(result.sha256 == hex(bytes))
+    #expect(FileManager.default.contents(atPath: folder.path + "/spill.part") == Data(bytes))
+  }
+}
+
+@Suite struct ResponseTests {
+  @Test func theLastResponseHeadWins() {
+    var parser = ResponseHeadParser()
+    for line in [
+      "HTTP/1.1 302 Found\r\n", "Location: /x\r\n", "\r\n", "HTTP/1.1 200 OK\r\n", "Content-Type: text/plain\r\n",
+      "ETag: \"abc\"\r\n", "Content-Length: 12\r\n", "\r\n",
+    ] {
+      var text = line
+      text.withUTF8 { parser.consume(UnsafeRawBufferPointer($0)) }
+    }
+    #expect(parser.complete)
+    #expect(parser.head.status == 200)
+    #expect(parser.head.mediaType == "text/plain")
+    #expect(parser.head.strongETag == "\"abc\"")
+    #expect(parser.head.contentLength == 12)
+    #expect(parser.head["location"] == nil)
+  }
+
+  @Test func weakTagsAndEncodedBodiesCannotValidateARange() {
+    var head = ResponseHead()
+    head.status = 200
+    head.fields = [("etag", "W/\"x\""), ("content-encoding", "gzip")]
+    #expect(head.strongETag == nil)
+    #expect(head.encoding == "gzip")
+  }
+
+  @Test func contentRanges() {
+    #expect(ContentRange("bytes 100-199/1000") == ContentRange("bytes 100-199/1000"))
+    #expect(ContentRange("bytes 100-199/1000")?.start == 100)
+    #expect(ContentRange("bytes 100-199/*")?.total == nil)
+    #expect(ContentRange("bytes */1000") == nil)
+    #expect(ContentRange("items 1-2/3") == nil)
+  }
+
+  @Test func onlyFailuresARetryCanFixAreRetried() {
+    for code in ["connect", "dns", "timeout", "network"] {
+      #expect(FailureClassifier.isRetryable(TransferFailure(code: code, message: "")))
+    }
+    for status in [408, 429, 500, 503, 599] {
+      #expect(FailureClassifier.isRetryable(TransferFailure(code: "http-\(status)", message: "", status: status)))
+    }
+    for status in [400, 401, 403, 404, 410] {
+      #expect(!FailureClassifier.isRetryable(TransferFailure(code: "http-\(status)", message: "", status: status)))
+    }
+    for code in ["tls", "protocol", "checksum-mismatch", "disk-full", "unsafe-path"] {
+      #expect(!FailureClassifier.isRetryable(TransferFailure(code: code, message: "")))
+    }
+  }
+}
+
+@Suite struct EngineToolTests {
+  @Test func aRateBucketSpendsAndRefills() {
+    let bucket = RateBucket(bytesPerSecond: 100_000)
+    #expect(bucket.take(50_000))
+    #expect(!bucket.take(1))
+    bucket.refill(now: Engine.now() + 1000)
+    #expect(bucket.hasBudget)
+  }
+
+  @Test func aMinHeapPopsInOrder() {
+    var heap = MinHeap<Int>()
+    for value in [5, 3, 9, 1, 7, 3] { heap.push(value) }
+    var popped: [Int] = []
+    while let value = heap.pop() { popped.append(value) }
+    #expect(popped == [1, 3, 3, 5, 7, 9])
+  }
+}
