@@ -87,6 +87,16 @@ let package = Package(
       swiftSettings: strict
     ),
     .testTarget(
+      name: "HTTPCacheTests",
+      dependencies: ["BatchDL", "TestSupport"],
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "NetworkPolicyTests",
+      dependencies: ["BatchDL", "TestSupport"],
+      swiftSettings: strict
+    ),
+    .testTarget(
       name: "EndToEndTests",
       dependencies: ["TestSupport", "TestServer"],
       swiftSettings: strict

@@ -22,7 +22,10 @@ struct Batchdl: ParsableCommand {
         batchdl plan mirror.yaml --json
       """,
     version: BatchDLVersion.current,
-    subcommands: [RunCommand.self, PlanCommand.self, ValidateCommand.self, StatusCommand.self, CacheCommand.self]
+    subcommands: [
+      RunCommand.self, PlanCommand.self, ValidateCommand.self, StatusCommand.self, WaitCommand.self, CacheCommand.self,
+      WorkerCommand.self,
+    ]
   )
 
   /// Usage errors exit 2, as MANIFEST.md says (argument-parser's default is 64).

@@ -61,6 +61,9 @@ struct RunCommand: ParsableCommand {
   @Flag(help: "Re-hash finished files to decide whether they are unchanged (slower; size and time otherwise).")
   var verify = false
 
+  @Flag(help: "Run background sessions here too, instead of in a detached worker (for CI).")
+  var foreground = false
+
   func validate() throws {
     if let shard, case .failure(let problem) = Shard.parse(shard) { throw ValidationError(problem.description) }
     if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
@@ -88,6 +91,32 @@ struct RunCommand: ParsableCommand {
     options.timings = timings
     options.refresh = refresh
     options.verify = verify
+    let background = plan.manifest.sessions.filter { $0.kind == .background }
+    if !foreground && !background.isEmpty {
+      options.sessions = Set(plan.manifest.sessions.filter { $0.kind != .background }.map(\.name))
+      let state = state ?? FileAccess.resolve(".batchdl", against: plan.manifest.absoluteDirectory)
+      let sessions = BackgroundSessions(
+        stateFolder: Runner.absolute(state), manifestPath: Runner.absolute(manifest))
+      for session in background {
+        do {
+          switch try sessions.launch(session: session) {
+          case .started(let pid):
+            if !quiet {
+              print(
+                "background session \(session.name): worker started (pid \(pid)); 'batchdl wait \(manifest)' waits for it"
+              )
+            }
+          case .attached(let pid):
+            if !quiet {
+              print("background session \(session.name): worker pid \(pid) is running; it takes the new tasks next")
+            }
+          }
+        } catch {
+          stderr.write("batchdl: cannot start the background worker of session \(session.name): \(error)\n")
+          throw ExitCode(ExitStatus.taskFailed.rawValue)
+        }
+      }
+    }
     do {
       let status = try Runner(plan: plan, options: options).run()
       if status != .success { throw ExitCode(status.rawValue) }

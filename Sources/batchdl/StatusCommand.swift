@@ -50,6 +50,17 @@ struct StatusCommand: ParsableCommand {
       for status in statuses { counts[status.state, default: 0] += 1 }
       let parts = [TaskStatus.State.done, .partial, .pending, .failed].map { "\(counts[$0] ?? 0) \($0.rawValue)" }
       out.write("\(statuses.count) tasks: " + parts.joined(separator: ", ") + "\n")
+      let sessions = BackgroundSessions(stateFolder: Runner.absolute(folder), manifestPath: Runner.absolute(manifest))
+      for session in plan.manifest.sessions where session.kind == .background {
+        let identifier = session.identifier ?? session.name
+        if let pid = sessions.liveWorker(identifier) {
+          out.write("worker \(identifier): running (pid \(pid)), log \(sessions.logPath(identifier))\n")
+        } else if let status = sessions.status(identifier), status.state == "finished" {
+          out.write("worker \(identifier): finished (exit \(status.exitStatus ?? 0)), report \(status.report)\n")
+        } else {
+          out.write("worker \(identifier): not started\n")
+        }
+      }
     }
     out.flush()
   }

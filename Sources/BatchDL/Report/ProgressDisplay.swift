@@ -148,7 +148,7 @@ public final class ProgressDisplay {
     if summary.deferred > 0 { line += ", \(summary.deferred) deferred" }
     if summary.cancelled > 0 { line += ", \(summary.cancelled) cancelled" }
     line += ", \(summary.failed) failed; \(Self.bytes(summary.bytes)) in " + String(format: "%.1f s", seconds)
-    if !quiet || summary.failed > 0 {
+    if (!quiet || summary.failed > 0) && summary.tasks > 0 {
       out.write(line + "\n")
     }
     out.flush()

@@ -17,6 +17,10 @@ public struct RunOptions: Sendable {
   public var refresh = false
   /// Re-hash finished files to decide whether they are unchanged.
   public var verify = false
+  /// Only these sessions (by name); nil runs every session.
+  public var sessions: Set<String>?
+  /// The lock taken in the state folder: `lock` for a run, a worker's own for a background session.
+  public var lockName = "lock"
 
   public init() {}
 }
@@ -76,7 +80,13 @@ public final class Runner: TransferObserver {
     self.options = options
     redactor = Redactor(secrets: plan.manifest.secrets)
     report = RunReport(manifest: plan.manifest.path)
-    requests = plan.order.filter { options.shard?.contains(plan.requests[Int($0)]) ?? true }
+    requests = plan.order.filter { index in
+      let request = plan.requests[Int(index)]
+      if let sessions = options.sessions, !sessions.contains(plan.manifest.sessions[Int(request.session)].name) {
+        return false
+      }
+      return options.shard?.contains(request) ?? true
+    }
     let taskCount = requests.reduce(0) { $0 + Int(plan.requests[Int($1)].taskCount) }
     display = ProgressDisplay(mode: options.progress, quiet: options.quiet, totalTasks: taskCount)
   }
@@ -90,7 +100,7 @@ public final class Runner: TransferObserver {
   public func run() throws(RunError) -> ExitStatus {
     let lock: StateLock
     do {
-      lock = try StateLock(folder: stateFolder)
+      lock = try StateLock(folder: stateFolder, name: options.lockName)
     } catch let held as StateLock.Held {
       throw .locked(held)
     } catch {
@@ -103,9 +113,6 @@ public final class Runner: TransferObserver {
       } catch {
         throw .setup("cannot write the event log: \(error)")
       }
-    }
-    if plan.manifest.sessions.contains(where: { $0.kind == .background }) {
-      display.note("note: background sessions run in the foreground in this version")
     }
     if plan.manifest.sessions.contains(where: { $0.kind != .ephemeral }) {
       do {
@@ -197,7 +204,44 @@ public final class Runner: TransferObserver {
       throw .setup("cannot write the report: \(error)")
     }
     if cancelled { return .interrupted }
+    runFinishedHooks()
     return report.summary.failed > 0 ? .taskFailed : .success
+  }
+
+  /// Sessions of this run, in manifest order.
+  private var sessionsInRun: [Session] {
+    plan.manifest.sessions.filter { options.sessions?.contains($0.name) ?? true }
+  }
+
+  /// `on_finished`: once every task of a session has ended, its command runs with the session's
+  /// report (written to the state folder, or a temporary folder for ephemeral sessions).
+  private func runFinishedHooks() {
+    for session in sessionsInRun {
+      guard let command = session.onFinished else { continue }
+      var sessionReport = RunReport(manifest: plan.manifest.path)
+      sessionReport.results = report.results.filter { $0.session == session.name }
+      sessionReport.requests =
+        Set(
+          requests.filter { plan.manifest.sessions[Int(plan.requests[Int($0)].session)].name == session.name }
+        ).count
+      let folder =
+        session.kind == .ephemeral
+        ? FileManager.default.temporaryDirectory.path + "/batchdl-\(getpid())" : stateFolder + "/reports"
+      let path = folder + "/\(session.name).json"
+      do {
+        try AtomicFile.write(sessionReport.json(timings: false), to: path)
+      } catch {
+        display.note("warning: cannot write the report of session \(session.name) for on_finished: \(error)")
+        continue
+      }
+      let status = Hook.run(
+        command, in: plan.manifest.absoluteDirectory,
+        environment: ["BATCHDL_SESSION": session.name, "BATCHDL_REPORT": path])
+      if status != 0 {
+        display.note("warning: on_finished of session \(session.name) exited with status \(status)")
+      }
+      if session.kind == .ephemeral { unlink(path) }
+    }
   }
 
   /// Reports the tasks of a request whose results still stand, without sending it.
@@ -284,6 +328,11 @@ public final class Runner: TransferObserver {
   // MARK: - Jobs
 
   private func session(of request: PlannedRequest) -> Session { plan.manifest.sessions[Int(request.session)] }
+
+  /// `path` made absolute against the working directory.
+  public static func absolute(_ path: String) -> String {
+    path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+  }
 
   /// Absolute path of a destination relative to the manifest's folder.
   private func absolute(_ path: String) -> String { FileAccess.resolve(path, against: plan.manifest.absoluteDirectory) }

@@ -20,10 +20,13 @@ public final class StateLock {
   /// Creates the folder if needed and takes its lock without waiting.
   ///
   /// - Throws: `Held` when another process holds it, `SystemError` when the folder cannot be used.
-  public init(folder: String) throws {
+  /// The lock of a background session's worker (one per identifier), inside the state folder.
+  public static func workerLockName(_ identifier: String) -> String { "workers/\(identifier).lock" }
+
+  public init(folder: String, name: String = "lock") throws {
     self.folder = folder
-    try FileAccess.makeDirectories(folder)
-    let path = folder + "/lock"
+    let path = folder + "/" + name
+    try FileAccess.makeDirectories(FileAccess.directory(of: path))
     let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
     guard fd >= 0 else { throw SystemError("open \(path)") }
     if flock(fd, LOCK_EX | LOCK_NB) != 0 {
@@ -44,5 +47,23 @@ public final class StateLock {
   deinit {
     flock(descriptor, LOCK_UN)
     close(descriptor)
+  }
+
+  /// The pid of the process holding lock `name` in `folder`, or nil when nobody holds it.
+  public static func holder(folder: String, name: String = "lock") -> Int32? {
+    let path = folder + "/" + name
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    // A shared lock succeeds only when no one holds the exclusive one; it is dropped at once.
+    if flock(fd, LOCK_SH | LOCK_NB) == 0 {
+      flock(fd, LOCK_UN)
+      return nil
+    }
+    var buffer = [UInt8](repeating: 0, count: 32)
+    let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+    return Int32(
+      String(decoding: buffer.prefix(max(0, count)), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+      ?? 0
   }
 }

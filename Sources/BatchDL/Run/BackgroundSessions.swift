@@ -1,0 +1,237 @@
+import Foundation
+
+/// What a background session's worker last said about itself (`workers/ID.json`).
+public struct WorkerStatus: Sendable, Equatable {
+  public var session: String
+  public var identifier: String
+  public var pid: Int32
+  /// `running` or `finished`.
+  public var state: String
+  /// The exit status of a finished worker's last pass (0, 1 or 3).
+  public var exitStatus: Int32?
+  /// The session's report.
+  public var report: String
+
+  var json: JSON {
+    var fields: [String: JSON] = [
+      "session": .string(session), "identifier": .string(identifier), "pid": .int(Int(pid)),
+      "state": .string(state), "report": .string(report),
+    ]
+    if let exitStatus { fields["exit_status"] = .int(Int(exitStatus)) }
+    return .object(fields)
+  }
+
+  init(session: String, identifier: String, pid: Int32, state: String, exitStatus: Int32?, report: String) {
+    self.session = session
+    self.identifier = identifier
+    self.pid = pid
+    self.state = state
+    self.exitStatus = exitStatus
+    self.report = report
+  }
+
+  init?(data: Data) {
+    guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+      let session = object["session"] as? String, let identifier = object["identifier"] as? String,
+      let pid = object["pid"] as? Int, let state = object["state"] as? String, let report = object["report"] as? String
+    else { return nil }
+    self.init(
+      session: session, identifier: identifier, pid: Int32(pid), state: state,
+      exitStatus: (object["exit_status"] as? Int).map { Int32($0) }, report: report)
+  }
+}
+
+/// Background sessions: one detached worker per `identifier`, started by `run` (or reattached to),
+/// that outlives the terminal and the cron job, and leaves its status, log, report and events in
+/// the state folder's `workers/` folder.
+public struct BackgroundSessions {
+  public let stateFolder: String
+  public let manifestPath: String
+
+  public init(stateFolder: String, manifestPath: String) {
+    self.stateFolder = stateFolder
+    self.manifestPath = manifestPath
+  }
+
+  public var workersFolder: String { stateFolder + "/workers" }
+  public func statusPath(_ identifier: String) -> String { workersFolder + "/\(identifier).json" }
+  public func logPath(_ identifier: String) -> String { workersFolder + "/\(identifier).log" }
+  public func reportPath(_ identifier: String) -> String { workersFolder + "/\(identifier).report.json" }
+  public func eventsPath(_ identifier: String) -> String { workersFolder + "/\(identifier).events.jsonl" }
+  func wakePath(_ identifier: String) -> String { workersFolder + "/\(identifier).wake" }
+
+  /// The pid of the live worker for `identifier`, if there is one.
+  public func liveWorker(_ identifier: String) -> Int32? {
+    StateLock.holder(folder: stateFolder, name: StateLock.workerLockName(identifier))
+  }
+
+  public func status(_ identifier: String) -> WorkerStatus? {
+    FileManager.default.contents(atPath: statusPath(identifier)).flatMap(WorkerStatus.init(data:))
+  }
+
+  func write(_ status: WorkerStatus) {
+    try? AtomicFile.write(status.json.text + "\n", to: statusPath(status.identifier))
+  }
+
+  public enum Launch: Sendable, Equatable {
+    case started(pid: Int32)
+    /// A worker was already running: it will pick up the manifest's new tasks when it finishes
+    /// its current pass.
+    case attached(pid: Int32)
+  }
+
+  /// Starts the worker of `session` (a new process in its own session, `setsid`, with its output in
+  /// `workers/ID.log`), or reattaches to the live one.
+  public func launch(session: Session) throws -> Launch {
+    let identifier = session.identifier ?? session.name
+    try FileAccess.makeDirectories(workersFolder)
+    if let pid = liveWorker(identifier) {
+      _ = FileManager.default.createFile(atPath: wakePath(identifier), contents: Data())
+      return .attached(pid: pid)
+    }
+    let executable = Self.executablePath()
+    let arguments = [executable, "worker", manifestPath, "--session", session.name, "--state", stateFolder]
+    let pid = try Self.spawnDetached(arguments, log: logPath(identifier))
+    write(
+      WorkerStatus(
+        session: session.name, identifier: identifier, pid: pid, state: "running", exitStatus: nil,
+        report: reportPath(identifier)))
+    return .started(pid: pid)
+  }
+
+  static func executablePath() -> String {
+    var buffer = [CChar](repeating: 0, count: 4096)
+    let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    guard count > 0 else { return CommandLine.arguments.first ?? "batchdl" }
+    return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+
+  /// `posix_spawn` with `POSIX_SPAWN_SETSID`: the child leads a new session (no controlling
+  /// terminal, so a closing terminal or an ending cron job does not signal it), reads /dev/null
+  /// and appends its output to `log`.
+  static func spawnDetached(_ arguments: [String], log: String) throws -> Int32 {
+    markDescriptorsCloseOnExec()
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    // POSIX_SPAWN_SETSID (glibc 2.26+), which Swift does not import as a constant.
+    let setsid: Int16 = 0x80
+    posix_spawnattr_setflags(&attributes, setsid | Int16(POSIX_SPAWN_SETSIGDEF))
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    sigaddset(&defaults, SIGINT)
+    sigaddset(&defaults, SIGTERM)
+    sigaddset(&defaults, SIGHUP)
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    var argv = arguments.map { strdup($0) }
+    argv.append(nil)
+    defer { for pointer in argv { free(pointer) } }
+    var pid: pid_t = 0
+    let code = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, environ)
+    guard code == 0 else { throw SystemError("start the background worker \(arguments[0])", code: code) }
+    return pid
+  }
+
+  /// Keeps every descriptor above stderr out of the worker: an inherited pipe (the standard output
+  /// of whatever started `run`) would make that caller wait for the worker's end.
+  static func markDescriptorsCloseOnExec() {
+    guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return }
+    for entry in entries {
+      guard let fd = Int32(entry), fd > 2 else { continue }
+      let flags = fcntl(fd, F_GETFD)
+      if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+    }
+  }
+
+  /// The worker itself: runs the session's tasks (again while a `run` asked it to pick up new ones),
+  /// writes the session's report and events, runs `on_finished`, and exits with the session's result.
+  public func work(session name: String, environment: [String: String]) -> ExitStatus {
+    var last = ExitStatus.success
+    var identifier = name
+    if let plan = try? ManifestCheck.plan(path: manifestPath, environment: environment),
+      let session = plan.manifest.sessions.first(where: { $0.name == name })
+    {
+      identifier = session.identifier ?? name
+    }
+    var lock: StateLock?
+    for _ in 0..<40 {
+      // `liveWorker` checks hold the lock for an instant: retry before concluding another worker runs.
+      do {
+        lock = try StateLock(folder: stateFolder, name: StateLock.workerLockName(identifier))
+        break
+      } catch is StateLock.Held {
+        usleep(50_000)
+      } catch {
+        return .taskFailed
+      }
+    }
+    guard let lock else { return .locked }
+    defer { withExtendedLifetime(lock) {} }
+    var passes = 0
+    repeat {
+      passes += 1
+      unlink(wakePath(identifier))
+      let plan: Plan
+      do {
+        plan = try ManifestCheck.plan(path: manifestPath, environment: environment)
+      } catch {
+        var stderr = StandardError()
+        ManifestCheck.report(error.diagnostics, for: manifestPath, to: &stderr)
+        last = .invalid
+        break
+      }
+      guard let session = plan.manifest.sessions.first(where: { $0.name == name }) else {
+        last = .invalid
+        break
+      }
+      identifier = session.identifier ?? name
+      write(
+        WorkerStatus(
+          session: name, identifier: identifier, pid: getpid(), state: "running", exitStatus: nil,
+          report: reportPath(identifier)))
+      var options = RunOptions()
+      options.statePath = stateFolder
+      options.sessions = [name]
+      options.lockName = "workers/\(identifier).run.lock"
+      options.reportPath = reportPath(identifier)
+      options.eventsPath = eventsPath(identifier)
+      options.progress = .never
+      do {
+        last = try Runner(plan: plan, options: options).run()
+      } catch {
+        var stderr = StandardError()
+        stderr.write("batchdl worker: \(error)\n")
+        last = error.status
+      }
+    } while last != .interrupted && access(wakePath(identifier), F_OK) == 0 && passes < 100
+    write(
+      WorkerStatus(
+        session: name, identifier: identifier, pid: getpid(), state: "finished", exitStatus: last.rawValue,
+        report: reportPath(identifier)))
+    return last
+  }
+
+  /// Waits until no worker of `identifiers` is running (at most `timeout` seconds); returns the
+  /// worst of their results, or nil on timeout.
+  public func wait(for identifiers: [String], timeout: Double?) -> ExitStatus? {
+    let deadline = timeout.map { Date().addingTimeInterval($0) }
+    while identifiers.contains(where: { liveWorker($0) != nil }) {
+      if let deadline, Date() >= deadline { return nil }
+      usleep(100_000)
+    }
+    var worst = ExitStatus.success
+    for identifier in identifiers {
+      guard let status = status(identifier), let code = status.exitStatus,
+        let exit = ExitStatus(rawValue: code)
+      else { continue }
+      if exit.rawValue > worst.rawValue { worst = exit }
+    }
+    return worst
+  }
+}
