@@ -81,6 +81,10 @@ CURLMcode ccurl_multi_setopt_pointer(CURLM *multi, CURLMoption option, void *val
   return curl_multi_setopt(multi, option, value);
 }
 
+CURLSHcode ccurl_share_setopt_long(CURLSH *share, CURLSHoption option, long value) {
+  return curl_share_setopt(share, option, value);
+}
+
 int ccurl_msg_is_done(const CURLMsg *message) { return message->msg == CURLMSG_DONE; }
 
 CURL *ccurl_msg_easy(const CURLMsg *message) { return message->easy_handle; }

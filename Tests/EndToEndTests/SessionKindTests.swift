@@ -99,4 +99,45 @@ import Testing
     #expect(try fixture.run().status == 0)
     #expect(fixture.server.requests.count == 1)
   }
+
+  @Test func cookiesPersistPerSessionButNotForEphemeralOnes() throws {
+    let fixture = try RunFixture()
+    fixture.server.route(
+      "/login", .fixed(Response(status: 200, headers: ["Set-Cookie": "sid=abc123; Path=/"], body: Array("ok".utf8))))
+    fixture.server.route("/whoami", .echoHeaders)
+    fixture.server.route("/later", .echoHeaders)
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        keep:
+          tasks:
+            - download: BASE/login
+            - download: BASE/whoami
+              after: login
+        scratch:
+          kind: ephemeral
+          tasks:
+            - download: BASE/login?e=1
+              to: login-e
+      """)
+    #expect(try fixture.run().status == 0)
+    #expect(fixture.server.requests(for: "/whoami").first?.header("cookie") == "sid=abc123")
+    let jar = fixture.folder.path + "/.batchdl/cookies/keep.txt"
+    #expect(fixture.folder.read(".batchdl/cookies/keep.txt")?.contains("abc123") == true)
+    var info = stat()
+    #expect(stat(jar, &info) == 0 && info.st_mode & 0o077 == 0)
+    #expect(!fixture.folder.exists(".batchdl/cookies/scratch.txt"))
+    // The next run (another process) sends the cookie from the jar.
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        keep:
+          tasks:
+            - download: BASE/later
+      """)
+    #expect(try fixture.run().status == 0)
+    #expect(fixture.server.requests(for: "/later").first?.header("cookie") == "sid=abc123")
+  }
 }

@@ -384,6 +384,7 @@ public final class Runner: TransferObserver {
       hostKey: plan.hosts[Int(request.host)], hostLimit: session.network.maxConnectionsPerHost,
       sessionKey: Int(request.session), sessionLimit: session.network.maxConcurrent)
     spec.decodeContent = tasks.allSatisfy { $0.kind == .data }
+    spec.cookieJar = session.kind == .ephemeral ? "" : stateFolder + "/cookies/\(session.name).txt"
     return spec
   }
 

@@ -104,6 +104,8 @@ public final class Engine {
   private var lastSync: [Int: UInt64] = [:]
   /// Per-session byte budgets for `rate_limit`.
   private var buckets: [Int: RateBucket] = [:]
+  /// Per-session cookie engines.
+  private var cookies: [Int: SessionCookies] = [:]
   private let cancelled = Flag()
 
   private struct HeapEntry: Comparable {
@@ -157,8 +159,9 @@ public final class Engine {
 
   public var isCancelled: Bool { cancelled.isSet }
 
-  /// Runs every job to its end (or until `cancel()`).
+  /// Runs every job to its end (or until `cancel()`), then saves the sessions' cookies.
   public func run() throws(CurlSetupError) {
+    defer { for jar in cookies.values { jar.save() } }
     for index in jobs.indices where jobs[index].waitingOn == 0 { enqueue(index) }
     var now = Self.now()
     fireTimers(now: now)
@@ -260,6 +263,12 @@ public final class Engine {
     let transfer: Transfer
     do {
       transfer = try Transfer(job: job, spec: jobs[job].spec, timeout: budget)
+      if let jar = jobs[job].spec.cookieJar {
+        let key = jobs[job].spec.sessionKey
+        let jarHandle = cookies[key] ?? SessionCookies(jar: jar.isEmpty ? nil : jar)
+        cookies[key] = jarHandle
+        try jarHandle.attach(transfer.easy)
+      }
       try multi.add(transfer.easy)
     } catch let failure as TransferFailure {
       var failure = failure

@@ -98,6 +98,8 @@ public struct TransferSpec: Sendable {
   public var conditional: Validators?
   /// Milliseconds already spent against `resourceTimeout` in earlier runs.
   public var spentBefore: Int64 = 0
+  /// The session's cookie jar: a path, "" for cookies kept in memory only, nil for no cookies.
+  public var cookieJar: String?
 
   public init(
     method: String, url: String, headers: [String], body: Body, target: Target, requestTimeout: Interval,

@@ -49,6 +49,9 @@ CURLcode ccurl_easy_getinfo_slist(CURL *handle, CURLINFO info, struct curl_slist
 CURLMcode ccurl_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
 CURLMcode ccurl_multi_setopt_pointer(CURLM *multi, CURLMoption option, void *value);
 
+/* curl_share_setopt. */
+CURLSHcode ccurl_share_setopt_long(CURLSH *share, CURLSHoption option, long value);
+
 /* CURLMsg accessors (the message holds a union that Swift cannot read by name). */
 int ccurl_msg_is_done(const CURLMsg *message);
 CURL *ccurl_msg_easy(const CURLMsg *message);
