@@ -385,6 +385,7 @@ public final class Runner: TransferObserver {
       sessionKey: Int(request.session), sessionLimit: session.network.maxConcurrent)
     spec.decodeContent = tasks.allSatisfy { $0.kind == .data }
     spec.cookieJar = session.kind == .ephemeral ? "" : stateFolder + "/cookies/\(session.name).txt"
+    spec.waitsForConnectivity = session.network.waitsForConnectivity
     return spec
   }
 

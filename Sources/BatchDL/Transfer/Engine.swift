@@ -306,6 +306,14 @@ public final class Engine {
     return waiting
   }
 
+  /// Whether a job keeps waiting for the network after `failure` (`waits_for_connectivity`): only
+  /// for connect and DNS failures, within the resource budget, or ten minutes without one.
+  private func waitsForConnectivity(_ job: Int, _ failure: TransferFailure) -> Bool {
+    guard jobs[job].spec.waitsForConnectivity, failure.code == "connect" || failure.code == "dns" else { return false }
+    let limit = jobs[job].spec.resourceTimeout?.milliseconds ?? 600_000
+    return spent(job, now: Self.now()) < limit
+  }
+
   /// Time charged to a job against `timeouts.resource`: earlier runs plus this one so far.
   private func spent(_ job: Int, now: UInt64) -> Int64 {
     jobs[job].spec.spentBefore + Int64(now &- (jobs[job].startedAt ?? now))
@@ -344,8 +352,8 @@ public final class Engine {
       enqueue(job)
       return
     }
-    if case .failure(let failure) = outcome, FailureClassifier.isRetryable(failure),
-      jobs[job].attempts < jobs[job].spec.retry.attempts, !cancelled.isSet
+    if case .failure(let failure) = outcome, FailureClassifier.isRetryable(failure), !cancelled.isSet,
+      jobs[job].attempts < jobs[job].spec.retry.attempts || waitsForConnectivity(job, failure)
     {
       // Continue from what this attempt wrote when the response allows it; else start over.
       jobs[job].spec.resume = transfer.resumePoint

@@ -56,6 +56,7 @@ final class Transfer {
     let buffer = spec.rateLimit.map { min(256 << 10, max(1 << 10, Int($0 / 16))) } ?? (256 << 10)
     try easy.set(CURLOPT_BUFFERSIZE, buffer)
     try easy.set(CURLOPT_NETRC, ccurl_netrc_ignored)
+    if let interface = spec.interface { try easy.set(CURLOPT_INTERFACE, "if!\(interface)") }
     if spec.insecure {
       try easy.set(CURLOPT_SSL_VERIFYPEER, 0)
       try easy.set(CURLOPT_SSL_VERIFYHOST, 0)
