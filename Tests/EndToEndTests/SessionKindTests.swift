@@ -140,4 +140,44 @@ import Testing
     #expect(try fixture.run().status == 0)
     #expect(fixture.server.requests(for: "/later").first?.header("cookie") == "sid=abc123")
   }
+
+  @Test func waitsForConnectivityRidesOutAServerThatIsNotUpYet() throws {
+    // A port with nothing listening yet: connecting fails until the server comes up.
+    let probe = try TestHTTPServer()
+    let port = probe.port
+    probe.stop()
+    let folder = TemporaryDirectory()
+    folder.write(
+      "manifest.yaml",
+      """
+      version: 1
+      sessions:
+        patient:
+          timeouts: {resource: 20s}
+          retry: {attempts: 1, backoff: 200ms, max_backoff: 500ms}
+          network: {waits_for_connectivity: true}
+          tasks:
+            - download: http://127.0.0.1:\(port)/late.txt
+        impatient:
+          retry: {attempts: 1}
+          tasks:
+            - download: http://127.0.0.1:\(port)/late.txt?impatient
+              to: impatient.txt
+      """)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: BinaryRunner.executable)
+    process.arguments = ["run", "manifest.yaml", "--progress", "never", "--report", "report.json"]
+    process.currentDirectoryURL = URL(fileURLWithPath: folder.path)
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    usleep(1_500_000)
+    let server = try TestHTTPServer(port: port)
+    defer { server.stop() }
+    server.route("/late.txt", .text("finally up\n"))
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 1)
+    #expect(folder.read("late.txt") == "finally up\n")
+    #expect(!folder.exists("impatient.txt"))
+    #expect(folder.read("report.json")?.contains("\"code\":\"connect\"") == true)
+  }
 }
