@@ -44,6 +44,10 @@ public struct PriorState: Sendable {
     for request: PlannedRequest, in plan: Plan, refresh: Bool = false, verify: Bool = false
   ) -> (action: RequestAction, reason: String) {
     let session = plan.manifest.sessions[Int(request.session)]
+    let tasks = plan.tasks(of: request)
+    if request.method == "GET", tasks.allSatisfy({ $0.kind == .data }) {
+      return (.send, "data task: the HTTP cache decides (cache.policy \(session.cache.policy.rawValue))")
+    }
     if session.kind == .ephemeral { return (.send, "ephemeral session: nothing is kept between runs") }
     let key = request.key.description
     var reason: String?
@@ -54,7 +58,11 @@ public struct PriorState: Sendable {
         continue
       }
       if stored.outcome != TaskOutcome.completed.rawValue && stored.outcome != TaskOutcome.unchanged.rawValue {
-        reason = reason ?? "failed last time (\(stored.errorCode ?? stored.outcome))"
+        reason =
+          reason
+          ?? (stored.outcome == TaskOutcome.deferred.rawValue
+            ? "deferred last time (\(stored.errorMessage ?? "policy"))"
+            : "failed last time (\(stored.errorCode ?? stored.outcome))")
         continue
       }
       if stored.requestKey != key {

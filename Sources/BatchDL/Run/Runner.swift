@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// What `batchdl run` was asked to do besides the manifest.
@@ -74,6 +75,10 @@ public final class Runner: TransferObserver {
   private var lastFlush = Engine.now()
   /// Set from the signal handler's queue; read on the engine's thread.
   private let interrupted = Flag()
+  /// HTTP caches of data tasks, per session index.
+  private var caches: [Int: HTTPCache] = [:]
+  /// Cached responses being revalidated, by request index: a 304 serves them.
+  private var revalidating: [Int32: CachedResponse] = [:]
 
   public init(plan: Plan, options: RunOptions) {
     self.plan = plan
@@ -132,6 +137,27 @@ public final class Runner: TransferObserver {
     var jobOfRequest: [Int32: Int] = [:]
     for index in requests {
       let request = plan.requests[Int(index)]
+      if let cache = cache(for: request) {
+        // Data tasks: the session's HTTP cache and cache.policy decide.
+        switch cache.lookup(key: request.key.description, policy: session(of: request).cache.policy) {
+        case .useCached(let cached):
+          serve(cached, for: request, source: "cache")
+          continue
+        case .missing(let message):
+          for task in plan.tasks(of: request) {
+            record(failed(task, TransferFailure(code: "cache-miss", message: message)))
+          }
+          continue
+        case .revalidate(let cached, _, _):
+          revalidating[index] = cached
+          actions[index] = .revalidate
+        case .fetch:
+          actions[index] = .send
+        }
+        jobOfRequest[index] = jobRequests.count
+        jobRequests.append(index)
+        continue
+      }
       let (action, _) = prior.action(for: request, in: plan, refresh: options.refresh, verify: options.verify)
       actions[index] = action
       if action == .unchanged {
@@ -160,12 +186,18 @@ public final class Runner: TransferObserver {
         }
         spec.spentBefore = prior.budgets[key]?.spent ?? 0
       case .revalidate?:
-        let stored = plan.tasks(of: request).compactMap { prior.results[plan.id(of: $0)] }.first
-        spec.conditional = .init(etag: stored?.etag, lastModified: stored?.lastModified)
+        if let cached = revalidating[index] {
+          spec.conditional = .init(etag: cached.etag, lastModified: cached.lastModified)
+        } else {
+          let stored = plan.tasks(of: request).compactMap { prior.results[plan.id(of: $0)] }.first
+          spec.conditional = .init(etag: stored?.etag, lastModified: stored?.lastModified)
+        }
       default:
         spec.spentBefore = prior.budgets[key]?.spent ?? 0
       }
-      jobs.append(TransferJob(spec: spec, dependencies: dependencies, failure: failure))
+      var job = TransferJob(spec: spec, dependencies: dependencies, failure: failure)
+      job.admission = admission(for: request)
+      jobs.append(job)
     }
     let handler = InterruptHandler { [interrupted] in interrupted.set() }
     do {
@@ -454,6 +486,13 @@ public final class Runner: TransferObserver {
     let tasks = plan.tasks(of: request)
     let key = request.key.description
     switch outcome {
+    case .failure(let failure) where failure.code == "policy":
+      for task in tasks {
+        var result = failed(task, failure)
+        result.outcome = .deferred
+        record(result)
+        remember(task, result, request: request, head: nil)
+      }
     case .failure(let failure):
       for task in tasks {
         let result = failed(task, failure)
@@ -466,6 +505,11 @@ public final class Runner: TransferObserver {
       // Keep the partial file only while a checkpoint can continue it.
       if prior.checkpoints[key] == nil && !hasCheckpoint(job) {
         if let partial = PriorState.partialPath(for: request, in: plan) { unlink(partial) }
+      }
+    case .success(let result) where result.notModified && revalidating[jobRequests[job]] != nil:
+      if let cached = revalidating[jobRequests[job]] {
+        let refreshed = (try? caches[Int(request.session)]?.refresh(key: key, head: result.head)) ?? nil
+        serve(refreshed ?? cached, for: request, source: "not-modified", attempts: result.attempts)
       }
     case .success(let result) where result.notModified:
       for task in tasks {
@@ -480,10 +524,82 @@ public final class Runner: TransferObserver {
         record(unchanged)
       }
     case .success(let result):
+      if let cache = cache(for: request), let body = result.body {
+        var head = result.head
+        // The body is stored as received by the task: decoded, at its own length.
+        head.fields.removeAll { $0.name == "content-encoding" || $0.name == "content-length" }
+        do {
+          try cache.store(key: key, url: redactor.url(plan.url(of: request)), head: head, body: body)
+        } catch {
+          display.note("warning: cannot cache \(redactor.url(plan.url(of: request))): \(error)")
+        }
+      }
       place(result, for: tasks, request: request)
       pendingRemovals.append(key)
     }
     flushStore()
+  }
+
+  /// The network policy's gate for a request (nil when its session restricts nothing).
+  private func admission(for request: PlannedRequest) -> (@Sendable () -> Admission)? {
+    let settings = session(of: request).network
+    let unrestricted =
+      settings.allowsCellular && settings.allowsExpensive && settings.allowsConstrained && !settings.discretionary
+    guard !unrestricted else { return nil }
+    let policy = networkPolicy
+    let url = plan.url(of: request)
+    return {
+      switch policy.decide(url: url, settings: settings, now: Date()) {
+      case .allowed(let interface): return .go(interface: interface)
+      case .wait(let reason): return .wait(reason: reason)
+      case .defer(let reason): return .defer(reason: reason)
+      case .unreachable: return .go(interface: nil)  // libcurl reports it, and retries decide
+      }
+    }
+  }
+
+  private let networkPolicy = NetworkPolicy()
+
+  /// The HTTP cache of a request's session, when the request can use one: only data tasks, a GET
+  /// without a body, and no task that may become a download.
+  private func cache(for request: PlannedRequest) -> HTTPCache? {
+    let tasks = plan.tasks(of: request)
+    guard request.method == "GET", tasks.allSatisfy({ $0.kind == .data && becomeDownload(of: $0) == nil }) else {
+      return nil
+    }
+    if case .task(let spec) = plan.entry(of: tasks[0]), spec.body != nil || spec.bodyFile != nil { return nil }
+    let index = Int(request.session)
+    if let cache = caches[index] { return cache }
+    let session = plan.manifest.sessions[index]
+    let cache = HTTPCache(folder: stateFolder + "/cache/\(session.name)", settings: session.cache)
+    caches[index] = cache
+    return cache
+  }
+
+  /// Completes a request's tasks from a cached response, without (or after a 304 to) a request.
+  private func serve(_ cached: CachedResponse, for request: PlannedRequest, source: String, attempts: Int = 0) {
+    let sha256 = SHA256.hash(data: cached.body).hexString
+    for task in plan.tasks(of: request) {
+      var result = base(task)
+      result.outcome = .completed
+      result.status = cached.status
+      result.size = Int64(cached.body.count)
+      result.sha256 = sha256
+      result.attempts = attempts
+      result.source = source
+      if let destination = plan.destination(of: task) {
+        do {
+          let path = absolute(destination)
+          try prepare(path, for: task)
+          try AtomicFile.write(cached.body, to: path)
+          emit(.finished(task: result.id, to: result.to ?? ""))
+        } catch {
+          record(failed(task, TransferFailure(code: "write", message: "cannot write \(destination): \(error)")))
+          continue
+        }
+      }
+      record(result)
+    }
   }
 
   /// Job indices whose checkpoints were recorded in this run.

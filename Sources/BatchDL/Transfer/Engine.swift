@@ -10,12 +10,24 @@ public struct TransferJob: Sendable {
   /// A reason found before sending (an unsafe destination): the job fails with it when its turn
   /// comes, without a request.
   public var failure: TransferFailure?
+  /// Asked when the job's turn comes (the network policy): go (maybe bound to an interface), wait
+  /// and ask again, or end deferred.
+  public var admission: (@Sendable () -> Admission)?
 
   public init(spec: TransferSpec, dependencies: [Int] = [], failure: TransferFailure? = nil) {
     self.spec = spec
     self.dependencies = dependencies
     self.failure = failure
   }
+}
+
+/// What the network policy says when a job's turn comes.
+public enum Admission: Sendable {
+  case go(interface: String?)
+  /// No allowed route now; ask again in a second (within the job's budget).
+  case wait(reason: String)
+  /// Not now: the job ends with code `policy` (a deferred task, not a failure).
+  case `defer`(reason: String)
 }
 
 /// A transfer in flight, as progress displays see it.
@@ -67,6 +79,7 @@ public final class Engine {
   private struct JobState {
     var spec: TransferSpec
     var failure: TransferFailure?
+    var admission: (@Sendable () -> Admission)?
     var waitingOn = 0
     var dependents: [Int] = []
     var attempts = 0
@@ -124,7 +137,9 @@ public final class Engine {
     multi = try MultiHandle()
     self.globalLimit = max(1, globalLimit)
     self.observer = observer
-    self.jobs = jobs.map { JobState(spec: $0.spec, failure: $0.failure, spent: $0.spec.spentBefore) }
+    self.jobs = jobs.map {
+      JobState(spec: $0.spec, failure: $0.failure, admission: $0.admission, spent: $0.spec.spentBefore)
+    }
     remaining = jobs.count
     let maxHost = jobs.map(\.spec.hostLimit).max() ?? 6
     try multi.set(CURLMOPT_MAX_HOST_CONNECTIONS, maxHost)
@@ -248,6 +263,24 @@ public final class Engine {
     if let failure = jobs[job].failure {
       complete(job, .failure(failure))
       return
+    }
+    if let admission = jobs[job].admission {
+      switch admission() {
+      case .go(let interface):
+        jobs[job].spec.interface = interface
+      case .wait(let reason):
+        if jobs[job].startedAt == nil { jobs[job].startedAt = now }
+        let limit = jobs[job].spec.resourceTimeout?.milliseconds ?? 600_000
+        guard spent(job, now: now) < limit else {
+          complete(job, .failure(TransferFailure(code: "policy", message: reason + "; stopped waiting")))
+          return
+        }
+        timers.push(Timer(due: now + 1000, job: job))
+        return
+      case .defer(let reason):
+        complete(job, .failure(TransferFailure(code: "policy", message: reason)))
+        return
+      }
     }
     if jobs[job].startedAt == nil { jobs[job].startedAt = now }
     var budget: Interval?
