@@ -34,7 +34,7 @@ struct CacheCommand: ParsableCommand {
 
   struct Stats: ParsableCommand {
     static let configuration = CommandConfiguration(
-      abstract: "Show the recorded results, checkpoints and partial files.",
+      abstract: "Show the recorded results, checkpoints, partial files, HTTP caches and cookie jars.",
       discussion: """
         Example:
           batchdl cache stats mirror.yaml
@@ -50,15 +50,18 @@ struct CacheCommand: ParsableCommand {
       print("results: \(stats.results)")
       print("checkpoints: \(stats.checkpoints)")
       print("partial files: \(stats.partialFiles) (\(ProgressDisplay.bytes(stats.partialBytes)))")
+      print("http cache: \(stats.cacheEntries) entries (\(ProgressDisplay.bytes(stats.cacheBytes)))")
+      print("cookie jars: \(stats.cookieJars)")
     }
   }
 
   struct Clear: ParsableCommand {
     static let configuration = CommandConfiguration(
-      abstract: "Remove checkpoints and partial files, so that unfinished downloads start over.",
+      abstract: "Remove checkpoints, partial files, HTTP caches and cookie jars.",
       discussion: """
-        Asks first on a terminal; elsewhere, --yes is required. Finished files and their results \
-        are kept.
+        Unfinished downloads then start over, data tasks ask the network again and sessions \
+        start without cookies. Asks first on a terminal; elsewhere, --yes is required. Finished \
+        files and their results are kept.
 
         Example:
           batchdl cache clear mirror.yaml --yes
@@ -80,8 +83,9 @@ struct CacheCommand: ParsableCommand {
         }
         let stats = try maintenance.stats()
         print(
-          "Remove \(stats.checkpoints) checkpoints and \(stats.partialFiles) partial files "
-            + "(\(ProgressDisplay.bytes(stats.partialBytes))) for \(location.manifest)? [y/N] ",
+          "Remove \(stats.checkpoints) checkpoints, \(stats.partialFiles) partial files "
+            + "(\(ProgressDisplay.bytes(stats.partialBytes))), \(stats.cacheEntries) cached responses and "
+            + "\(stats.cookieJars) cookie jars for \(location.manifest)? [y/N] ",
           terminator: "")
         guard let answer = readLine(), ["y", "yes"].contains(answer.lowercased()) else {
           print("nothing removed")
@@ -90,7 +94,8 @@ struct CacheCommand: ParsableCommand {
       }
       do {
         let removed = try maintenance.clear()
-        print("cleared \(maintenance.folder): checkpoints removed, \(removed) partial files deleted")
+        print(
+          "cleared \(maintenance.folder): checkpoints, caches and cookies removed, \(removed) partial files deleted")
       } catch let held as StateLock.Held {
         stderr.write("batchdl: \(held)\n")
         throw ExitCode(ExitStatus.locked.rawValue)

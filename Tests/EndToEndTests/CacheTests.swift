@@ -74,4 +74,23 @@ import Testing
     #expect(fixture.server.requests.count == 1)
     #expect(try fixture.tasks()["releases.json"]?["source"] as? String == "cache")
   }
+
+  @Test func cacheStatsAndClearCoverCachesAndCookies() throws {
+    let fixture = try RunFixture()
+    fixture.server.route(
+      "/releases.json",
+      .fixed(.json(200, "{}", headers: ["Cache-Control": "max-age=600", "Set-Cookie": "sid=1; Path=/"])))
+    manifest(fixture, policy: "protocol")
+    #expect(try fixture.run().status == 0)
+    let stats = try BinaryRunner.run(["cache", "stats", "manifest.yaml"], in: fixture.folder.path)
+    #expect(stats.stdout.contains("http cache: 1 entries"))
+    #expect(stats.stdout.contains("cookie jars: 1"))
+    let cleared = try BinaryRunner.run(["cache", "clear", "manifest.yaml", "--yes"], in: fixture.folder.path)
+    #expect(cleared.status == 0, "\(cleared.stderr)")
+    let after = try BinaryRunner.run(["cache", "stats", "manifest.yaml"], in: fixture.folder.path)
+    #expect(after.stdout.contains("http cache: 0 entries"))
+    #expect(after.stdout.contains("cookie jars: 0"))
+    #expect(try fixture.run().status == 0)
+    #expect(fixture.server.requests.count == 2)
+  }
 }

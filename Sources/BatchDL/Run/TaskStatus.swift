@@ -98,6 +98,19 @@ public struct StateMaintenance {
     /// Partial files on disk for this manifest's requests, and their bytes.
     public var partialFiles = 0
     public var partialBytes: Int64 = 0
+    /// HTTP cache entries and bytes, over the sessions.
+    public var cacheEntries = 0
+    public var cacheBytes: Int64 = 0
+    /// Sessions with a cookie jar.
+    public var cookieJars = 0
+  }
+
+  private func cookieJar(_ session: Session) -> String { folder + "/cookies/\(session.name).txt" }
+
+  private func cache(_ session: Session) -> HTTPCache? {
+    let path = folder + "/cache/\(session.name)"
+    guard access(path, F_OK) == 0 else { return nil }
+    return HTTPCache(folder: path, settings: session.cache)
   }
 
   /// The partial files of this manifest's requests that exist now.
@@ -121,11 +134,19 @@ public struct StateMaintenance {
     let partials = partialFiles()
     stats.partialFiles = partials.count
     stats.partialBytes = partials.reduce(0) { $0 + $1.size }
+    for session in plan.manifest.sessions {
+      if let cache = cache(session) {
+        let (entries, bytes) = cache.stats()
+        stats.cacheEntries += entries
+        stats.cacheBytes += bytes
+      }
+      if access(cookieJar(session), F_OK) == 0 { stats.cookieJars += 1 }
+    }
     return stats
   }
 
-  /// Removes every checkpoint and the partial files (under the state folder's lock); returns how
-  /// many files were removed.
+  /// Removes every checkpoint and the partial files, the sessions' HTTP caches and cookie jars
+  /// (under the state folder's lock); returns how many partial files were removed.
   public func clear() throws -> Int {
     let lock = try StateLock(folder: folder)
     defer { withExtendedLifetime(lock) {} }
@@ -137,6 +158,10 @@ public struct StateMaintenance {
     }
     var removed = 0
     for path in paths.sorted() where unlink(path) == 0 { removed += 1 }
+    for session in plan.manifest.sessions {
+      _ = try cache(session)?.clear()
+      unlink(cookieJar(session))
+    }
     return removed
   }
 }
