@@ -23,8 +23,8 @@ struct Batchdl: ParsableCommand {
       """,
     version: BatchDLVersion.current,
     subcommands: [
-      RunCommand.self, PlanCommand.self, ValidateCommand.self, StatusCommand.self, WaitCommand.self, CacheCommand.self,
-      WorkerCommand.self,
+      RunCommand.self, PlanCommand.self, ValidateCommand.self, StatusCommand.self, WaitCommand.self,
+      ReportCommand.self, CacheCommand.self, WorkerCommand.self,
     ]
   )
 

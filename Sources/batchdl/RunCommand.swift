@@ -1,9 +1,12 @@
 import ArgumentParser
 import BatchDL
+import Foundation
 
 extension ProgressMode: ExpressibleByArgument {}
 
 struct RunCommand: ParsableCommand {
+  var environment: [String: String] { ProcessInfo.processInfo.environment }
+
   static let configuration = CommandConfiguration(
     commandName: "run",
     abstract: "Plan and execute a manifest.",
@@ -43,8 +46,14 @@ struct RunCommand: ParsableCommand {
   @Option(help: "At most this many transfers at once (default: the largest max_concurrent).")
   var jobs: Int?
 
-  @Option(help: ArgumentHelp("Run only this shard's requests (I from 0 to N-1).", valueName: "I/N"))
+  @Option(
+    help: ArgumentHelp(
+      "Run only this shard's requests (I from 0 to N-1), or 'auto' for a Kubernetes Indexed Job or a Slurm array.",
+      valueName: "I/N|auto"))
   var shard: String?
+
+  @Option(help: "Shard count for --shard auto in a Kubernetes Indexed Job (its completions).")
+  var shards: Int?
 
   @Option(help: "Progress display: auto (bars on a terminal), always, never.")
   var progress: ProgressMode = .auto
@@ -65,7 +74,9 @@ struct RunCommand: ParsableCommand {
   var foreground = false
 
   func validate() throws {
-    if let shard, case .failure(let problem) = Shard.parse(shard) { throw ValidationError(problem.description) }
+    if let shard, case .failure(let problem) = Shard.resolve(shard, shards: shards, environment: environment) {
+      throw ValidationError(problem.description)
+    }
     if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
   }
 
@@ -82,10 +93,12 @@ struct RunCommand: ParsableCommand {
     var options = RunOptions()
     options.statePath = state
     options.jobs = jobs
-    options.shard = shard.flatMap { try? Shard.parse($0).get() }
-    options.reportPath = report
-    options.junitPath = junit
-    options.eventsPath = events
+    options.shard = shard.flatMap { try? Shard.resolve($0, shards: shards, environment: environment).get() }
+    // `{shard}` in an output path becomes the shard's index, so shards on shared storage write apart.
+    let index = options.shard.map { String($0.index) } ?? "all"
+    options.reportPath = report?.replacingOccurrences(of: "{shard}", with: index)
+    options.junitPath = junit?.replacingOccurrences(of: "{shard}", with: index)
+    options.eventsPath = events?.replacingOccurrences(of: "{shard}", with: index)
     options.progress = progress
     options.quiet = quiet
     options.timings = timings

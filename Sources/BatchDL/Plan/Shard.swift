@@ -29,6 +29,36 @@ public struct Shard: Hashable, Sendable, CustomStringConvertible {
 
   public var description: String { "\(index)/\(count)" }
 
+  /// `I/N`, or `auto`: the index from a Kubernetes Indexed Job (`JOB_COMPLETION_INDEX`, with the
+  /// count from `shards`) or a Slurm job array (`SLURM_ARRAY_TASK_ID` less `SLURM_ARRAY_TASK_MIN`,
+  /// out of `SLURM_ARRAY_TASK_COUNT`).
+  public static func resolve(_ text: String, shards: Int?, environment: [String: String]) -> Result<Shard, Problem> {
+    guard text == "auto" else { return parse(text) }
+    if let value = environment["JOB_COMPLETION_INDEX"] {
+      guard let index = Int(value) else {
+        return .failure(Problem(description: "JOB_COMPLETION_INDEX is '\(value)', not a number"))
+      }
+      guard let shards else {
+        return .failure(
+          Problem(description: "--shard auto in a Kubernetes Indexed Job needs --shards N (the Job's completions)"))
+      }
+      return parse("\(index)/\(shards)")
+    }
+    if let value = environment["SLURM_ARRAY_TASK_ID"] {
+      guard let id = Int(value), let count = environment["SLURM_ARRAY_TASK_COUNT"].flatMap({ Int($0) }) ?? shards else {
+        return .failure(
+          Problem(description: "SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not (or give --shards N)"))
+      }
+      let minimum = environment["SLURM_ARRAY_TASK_MIN"].flatMap { Int($0) } ?? 0
+      return parse("\(id - minimum)/\(count)")
+    }
+    return .failure(
+      Problem(
+        description:
+          "--shard auto found neither JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) nor SLURM_ARRAY_TASK_ID "
+          + "(a Slurm job array); give --shard I/N"))
+  }
+
   /// Jump consistent hash (Lamping and Veach): a key keeps its bucket when other keys come and go,
   /// and moves only when it must when the count grows.
   public static func bucket(for key: RequestKey, count: Int) -> Int {

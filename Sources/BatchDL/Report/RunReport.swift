@@ -8,6 +8,8 @@ public struct RunReport: Sendable {
   public var requests = 0
   /// Wall time of the run, reported with `--timings` only.
   public var seconds: Double?
+  /// `I/N` when the run was one shard of the manifest (`report merge` drops it).
+  public var shard: String?
 
   public init(manifest: String) {
     self.manifest = manifest
@@ -28,6 +30,7 @@ public struct RunReport: Sendable {
       "format": .string("batchdl-report/1"), "manifest": .string(manifest), "summary": summary.json,
     ]
     if timings, let seconds { head["seconds"] = .string(String(format: "%.3f", seconds)) }
+    if let shard { head["shard"] = .string(shard) }
     // Keys sorted: format, manifest, [seconds,] summary, tasks.
     var out = "{\n"
     for key in head.keys.sorted() {

@@ -85,6 +85,7 @@ public final class Runner: TransferObserver {
     self.options = options
     redactor = Redactor(secrets: plan.manifest.secrets)
     report = RunReport(manifest: plan.manifest.path)
+    report.shard = options.shard?.description
     requests = plan.order.filter { index in
       let request = plan.requests[Int(index)]
       if let sessions = options.sessions, !sessions.contains(plan.manifest.sessions[Int(request.session)].name) {
@@ -98,7 +99,10 @@ public final class Runner: TransferObserver {
 
   /// The state folder this run uses.
   public var stateFolder: String {
-    options.statePath ?? FileAccess.resolve(".batchdl", against: plan.manifest.absoluteDirectory)
+    let base = options.statePath ?? FileAccess.resolve(".batchdl", against: plan.manifest.absoluteDirectory)
+    // Each shard has its own state, so that shards sharing storage never collide.
+    guard let shard = options.shard else { return base }
+    return base + "/shard-\(shard.index)-of-\(shard.count)"
   }
 
   /// Runs every request and writes the reports; returns the exit status.

@@ -1,0 +1,206 @@
+import Foundation
+
+/// A report read back from its JSON (`batchdl-report/1`).
+extension RunReport {
+  public struct ReadError: Error, CustomStringConvertible {
+    public var description: String
+  }
+
+  /// Parses a report written by `run --report` (or `report merge`).
+  public static func read(path: String) throws(ReadError) -> RunReport {
+    guard let data = FileManager.default.contents(atPath: path) else {
+      throw ReadError(description: "\(path): cannot read the report")
+    }
+    guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+      throw ReadError(description: "\(path): not a JSON report")
+    }
+    guard object["format"] as? String == "batchdl-report/1" else {
+      throw ReadError(description: "\(path): not a batchdl report (format batchdl-report/1)")
+    }
+    var report = RunReport(manifest: object["manifest"] as? String ?? "")
+    report.shard = object["shard"] as? String
+    report.requests = (object["summary"] as? [String: Any])?["requests"] as? Int ?? 0
+    for entry in object["tasks"] as? [[String: Any]] ?? [] {
+      guard let id = entry["id"] as? String, let outcome = (entry["outcome"] as? String).flatMap(TaskOutcome.init)
+      else {
+        throw ReadError(description: "\(path): a task without id or outcome")
+      }
+      var result = TaskResult(
+        id: id, session: entry["session"] as? String ?? "",
+        kind: (entry["kind"] as? String).flatMap(TaskKind.init) ?? .download, url: entry["url"] as? String ?? "",
+        to: entry["to"] as? String, outcome: outcome, status: entry["status"] as? Int,
+        size: (entry["size"] as? Int).map { Int64($0) }, sha256: entry["sha256"] as? String,
+        resumedFrom: Int64(entry["resumed_from"] as? Int ?? 0), attempts: entry["attempts"] as? Int ?? 0,
+        source: entry["source"] as? String)
+      if let error = entry["error"] as? [String: Any] {
+        result.error = (error["code"] as? String ?? "", error["message"] as? String ?? "")
+      }
+      report.results.append(result)
+    }
+    return report
+  }
+
+  /// Joins shard reports of one manifest into one report, as an unsharded run would have written it.
+  public static func merge(_ reports: [(path: String, report: RunReport)]) throws(ReadError) -> RunReport {
+    guard let first = reports.first else { throw ReadError(description: "no report to merge") }
+    var merged = RunReport(manifest: first.report.manifest)
+    var seen: [String: String] = [:]
+    for (path, report) in reports {
+      guard report.manifest == first.report.manifest else {
+        throw ReadError(
+          description:
+            "\(path) is a report of \(report.manifest), not of \(first.report.manifest): only shards of one manifest merge"
+        )
+      }
+      for result in report.results {
+        if let other = seen[result.id] {
+          throw ReadError(
+            description: "task \(result.id) is in both \(other) and \(path): shards of one run never share a task")
+        }
+        seen[result.id] = path
+        merged.results.append(result)
+      }
+      merged.requests += report.requests
+    }
+    return merged
+  }
+}
+
+/// What changed between two reports, and whether it is a regression.
+public struct ReportDiff: Sendable {
+  /// What counts as a regression (`--fail-on`).
+  public enum Rule: String, CaseIterable, Sendable {
+    /// A task that completed (or was unchanged) now fails.
+    case failure
+    /// A task that is new in the second report fails.
+    case newFailure = "new-failure"
+    /// A completed task's SHA-256 changed.
+    case checksum
+    /// A completed task's size changed.
+    case size
+    /// A task of the first report is missing from the second.
+    case removed
+
+    public static let defaults: Set<Rule> = [.failure, .newFailure, .checksum, .size]
+  }
+
+  public struct Change: Sendable {
+    public var id: String
+    public var old: TaskResult?
+    public var new: TaskResult?
+    /// What changed: `added`, `removed`, `outcome`, `sha256`, `size`.
+    public var kinds: [String]
+    public var regression: Rule?
+  }
+
+  public var old: RunReport
+  public var new: RunReport
+  public var changes: [Change] = []
+
+  public var regressions: [Change] { changes.filter { $0.regression != nil } }
+
+  static func passed(_ result: TaskResult) -> Bool { result.outcome == .completed || result.outcome == .unchanged }
+
+  public init(old: RunReport, new: RunReport, rules: Set<Rule> = Rule.defaults) {
+    self.old = old
+    self.new = new
+    let before = Dictionary(old.results.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+    let after = Dictionary(new.results.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+    for id in Set(before.keys).union(after.keys).sorted() {
+      let was = before[id]
+      let now = after[id]
+      var change = Change(id: id, old: was, new: now, kinds: [], regression: nil)
+      switch (was, now) {
+      case (nil, let now?):
+        change.kinds = ["added"]
+        if now.outcome == .failed, rules.contains(.newFailure) { change.regression = .newFailure }
+      case (_?, nil):
+        change.kinds = ["removed"]
+        if rules.contains(.removed) { change.regression = .removed }
+      case (let was?, let now?):
+        if was.outcome != now.outcome { change.kinds.append("outcome") }
+        let bothPassed = Self.passed(was) && Self.passed(now)
+        if bothPassed, let a = was.sha256, let b = now.sha256, a != b { change.kinds.append("sha256") }
+        if bothPassed, let a = was.size, let b = now.size, a != b { change.kinds.append("size") }
+        if Self.passed(was) && now.outcome == .failed && rules.contains(.failure) {
+          change.regression = .failure
+        } else if change.kinds.contains("sha256") && rules.contains(.checksum) {
+          change.regression = .checksum
+        } else if change.kinds.contains("size") && rules.contains(.size) {
+          change.regression = .size
+        }
+      case (nil, nil):
+        continue
+      }
+      if !change.kinds.isEmpty { changes.append(change) }
+    }
+  }
+
+  /// The diff for people.
+  public var text: String {
+    var out = "report diff: \(old.manifest)\n"
+    if changes.isEmpty { out += "no changes\n" }
+    for change in changes {
+      let mark =
+        change.regression != nil ? "!" : change.kinds == ["added"] ? "+" : change.kinds == ["removed"] ? "-" : "~"
+      var line = "\(mark) \(change.id): "
+      switch change.kinds {
+      case ["added"]: line += "added, \(Self.describe(change.new))"
+      case ["removed"]: line += "removed (was \(Self.describe(change.old)))"
+      default:
+        var parts: [String] = []
+        if change.kinds.contains("outcome") {
+          parts.append("\(Self.describe(change.old)) → \(Self.describe(change.new))")
+        }
+        if change.kinds.contains("sha256") {
+          parts.append("sha256 \(change.old?.sha256?.prefix(12) ?? "")… → \(change.new?.sha256?.prefix(12) ?? "")…")
+        }
+        if change.kinds.contains("size") {
+          parts.append("size \(change.old?.size ?? 0) → \(change.new?.size ?? 0)")
+        }
+        line += parts.joined(separator: "; ")
+      }
+      if let rule = change.regression { line += "  [regression: \(rule.rawValue)]" }
+      out += line + "\n"
+    }
+    let a = old.summary
+    let b = new.summary
+    out += "summary: tasks \(a.tasks) → \(b.tasks), completed \(a.completed) → \(b.completed), "
+    out +=
+      "unchanged \(a.unchanged) → \(b.unchanged), failed \(a.failed) → \(b.failed), deferred \(a.deferred) → \(b.deferred)\n"
+    out += "regressions: \(regressions.count)\n"
+    return out
+  }
+
+  static func describe(_ result: TaskResult?) -> String {
+    guard let result else { return "absent" }
+    if let error = result.error, result.outcome == .failed { return "failed (\(error.code): \(error.message))" }
+    return result.outcome.rawValue
+  }
+
+  /// The diff for machines: sorted keys, one entry per changed task.
+  public var json: JSON {
+    func side(_ result: TaskResult?) -> JSON {
+      guard let result else { return .null }
+      var fields: [String: JSON] = ["outcome": .string(result.outcome.rawValue)]
+      if let size = result.size { fields["size"] = .int(size) }
+      if let sha256 = result.sha256 { fields["sha256"] = .string(sha256) }
+      if let error = result.error {
+        fields["error"] = .object(["code": .string(error.code), "message": .string(error.message)])
+      }
+      return .object(fields)
+    }
+    let entries: [JSON] = changes.map { change in
+      var fields: [String: JSON] = [
+        "id": .string(change.id), "changes": .array(change.kinds.map { .string($0) }), "old": side(change.old),
+        "new": side(change.new),
+      ]
+      if let rule = change.regression { fields["regression"] = .string(rule.rawValue) }
+      return .object(fields)
+    }
+    return .object([
+      "format": .string("batchdl-report-diff/1"), "manifest": .string(old.manifest), "changes": .array(entries),
+      "regressions": .int(regressions.count), "summary": .object(["old": old.summary.json, "new": new.summary.json]),
+    ])
+  }
+}
