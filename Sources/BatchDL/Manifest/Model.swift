@@ -8,13 +8,10 @@ public struct Manifest: Sendable {
   /// messages).
   public var directory: String
 
-  /// `directory` as an absolute path, for everything that touches files: state and partial files
-  /// stay valid whatever the working directory of a later run.
-  public var absoluteDirectory: String {
-    if directory.hasPrefix("/") { return directory }
-    let cwd = FileManager.default.currentDirectoryPath
-    return directory == "." ? cwd : cwd + "/" + directory
-  }
+  /// `directory` as an absolute path (against the working directory when the manifest was read),
+  /// for everything that touches files: state and partial files stay valid whatever the working
+  /// directory of a later run.
+  public let absoluteDirectory: String
   public var version: Int
   public var sessions: [Session]
   /// Values taken from the environment that must be masked wherever the manifest is echoed.
@@ -23,6 +20,12 @@ public struct Manifest: Sendable {
   public init(path: String, directory: String, version: Int, sessions: [Session], secrets: [Secret]) {
     self.path = path
     self.directory = directory
+    if directory.hasPrefix("/") {
+      absoluteDirectory = directory
+    } else {
+      let cwd = FileManager.default.currentDirectoryPath
+      absoluteDirectory = directory == "." ? cwd : cwd + "/" + directory
+    }
     self.version = version
     self.sessions = sessions
     self.secrets = secrets

@@ -721,9 +721,16 @@ public final class Runner: TransferObserver {
   }
 
   private func prepare(_ path: String, for task: PlannedTask) throws(TransferFailure) {
+    // Folders already made and checked in this run need neither again (10,000 files, one folder).
+    let parent = FileAccess.directory(of: path)
+    if preparedFolders.contains(parent) { return }
     let session = plan.manifest.sessions[Int(task.session)]
     try Self.prepare(path: path, root: absolute(session.dest.isEmpty ? "." : session.dest))
+    preparedFolders.insert(parent)
   }
+
+  /// Folders made and checked (inside their session's dest) in this run.
+  private var preparedFolders: Set<String> = []
 
   private func expectationProblem(_ task: PlannedTask, _ result: TransferResult) -> (code: String, message: String)? {
     guard case .task(let spec) = plan.entry(of: task) else { return nil }

@@ -48,6 +48,8 @@ final class FileSink: BodySink, @unchecked Sendable {
 
   /// Bytes known to be on disk: written and `fdatasync`ed (guarded by `lock`).
   private var synced: Int64 = 0
+  /// Bytes handed to the kernel with `pwrite` (guarded by `lock`; `written` is the writer's own copy).
+  private var stored: Int64 = 0
   private var syncPending = false
 
   /// Creates (or truncates) `path`, never following a symlink there. With `offset` > 0 the file's
@@ -69,6 +71,7 @@ final class FileSink: BodySink, @unchecked Sendable {
     }
     count = offset
     written = offset
+    stored = offset
     synced = offset
     // Hash the kept bytes on the sink's queue, before anything the network brings.
     let queue = DispatchQueue(label: "batchdl.sink")
@@ -110,21 +113,18 @@ final class FileSink: BodySink, @unchecked Sendable {
     syncPending = true
     lock.unlock()
     guard !pending else { return }
-    if filled > 0 { submit() }
-    let target = count
-    if let queue {
-      queue.async { self.sync(upTo: target) }
-    } else {
-      sync(upTo: target)
+    // On a queue of its own, so that the writes go on while the disk catches up: what was
+    // written before `fdatasync` starts is on disk when it returns.
+    DispatchQueue.global(qos: .utility).async {
+      self.lock.lock()
+      let target = self.stored
+      self.lock.unlock()
+      let ok = fdatasync(self.descriptor) == 0
+      self.lock.lock()
+      if ok { self.synced = max(self.synced, target) }
+      self.syncPending = false
+      self.lock.unlock()
     }
-  }
-
-  private func sync(upTo target: Int64) {
-    let ok = fdatasync(descriptor) == 0
-    lock.lock()
-    if ok { synced = max(synced, target) }
-    syncPending = false
-    lock.unlock()
   }
 
   /// Drains the queue and syncs now (a run stopping on a signal); returns the durable count.
@@ -234,6 +234,9 @@ final class FileSink: BodySink, @unchecked Sendable {
       }
       offset += result
       written += Int64(result)
+      lock.lock()
+      stored = written
+      lock.unlock()
     }
     hasher.update(bufferPointer: bytes)
     return true
