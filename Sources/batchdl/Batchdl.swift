@@ -11,15 +11,19 @@ struct Batchdl: ParsableCommand {
     commandName: "batchdl",
     abstract: "A scriptable batch downloader driven by a YAML manifest.",
     discussion: """
-      Declare sessions and their data, download and upload tasks in a manifest, check it with \
-      'validate', see what would be sent with 'plan'.
+      Declare sessions and their data, download and upload tasks in a manifest; check it with \
+      'validate', see what would be sent with 'plan', and run it with 'run'. Running again \
+      continues where the last run stopped, and a finished manifest costs no request. 'status' \
+      and 'wait' follow runs and background sessions; 'report diff' and 'report merge' compare \
+      and join reports.
 
       Exit codes: 0 every task completed, unchanged or deferred; 1 a task failed; 2 invalid \
       manifest or usage; 3 interrupted by a signal; 4 another run holds the state folder's lock.
 
       Example:
         batchdl validate mirror.yaml
-        batchdl plan mirror.yaml --json
+        batchdl run mirror.yaml --report report.json
+        batchdl --generate-completion-script bash > /etc/bash_completion.d/batchdl
       """,
     version: BatchDLVersion.current,
     subcommands: [

@@ -147,14 +147,21 @@ import Testing
   }
 
   @Test func everyCommandHasHelpWithAnExample() throws {
-    for command in ["validate", "plan"] {
-      let result = try BinaryRunner.run([command, "--help"])
+    for command in [
+      "validate", "plan", "run", "status", "wait", "cache stats", "cache clear", "report diff", "report merge",
+    ] {
+      let result = try BinaryRunner.run(command.split(separator: " ").map(String.init) + ["--help"])
       #expect(result.status == 0)
       #expect(result.stdout.contains("Example:"), "\(command)")
     }
     let version = try BinaryRunner.run(["--version"])
     #expect(version.status == 0)
     #expect(!version.stdout.isEmpty)
+    for shell in ["bash", "zsh", "fish"] {
+      let completion = try BinaryRunner.run(["--generate-completion-script", shell])
+      #expect(completion.status == 0)
+      #expect(completion.stdout.contains("validate"), "\(shell)")
+    }
   }
 
   @Test func theBundledExamplesValidate() throws {
