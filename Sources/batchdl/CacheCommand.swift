@@ -20,15 +20,8 @@ struct CacheCommand: ParsableCommand {
     var state: String?
 
     func maintenance() throws -> StateMaintenance {
-      var stderr = StandardError()
-      do {
-        let plan = try ManifestCheck.plan(path: manifest)
-        return StateMaintenance(
-          plan: plan, folder: state ?? FileAccess.resolve(".batchdl", against: plan.manifest.directory))
-      } catch {
-        ManifestCheck.report(error.diagnostics, for: manifest, to: &stderr)
-        throw ExitCode(ExitStatus.invalid.rawValue)
-      }
+      let plan = try loadPlan(manifest)
+      return StateMaintenance(plan: plan, folder: stateFolder(state, for: plan))
     }
   }
 

@@ -42,19 +42,12 @@ struct PlanCommand: ParsableCommand {
 
   func run() throws {
     var stderr = StandardError()
-    let plan: Plan
-    do {
-      plan = try ManifestCheck.plan(path: manifest)
-    } catch {
-      ManifestCheck.report(error.diagnostics, for: manifest, to: &stderr)
-      throw ExitCode(ExitStatus.invalid.rawValue)
-    }
-    ManifestCheck.report(plan.warnings, for: manifest, to: &stderr)
+    let plan = try loadPlan(manifest)
     let selected = shard.flatMap { try? Shard.parse($0).get() }
     var listing = PlanListing(plan: plan, shard: selected, shardCount: shards)
     listing.refresh = refresh
     do {
-      let folder = state ?? FileAccess.resolve(".batchdl", against: plan.manifest.directory)
+      let folder = stateFolder(state, for: plan)
       listing.prior = try PriorState.load(from: try StateStore.open(folder: folder, readOnly: true))
     } catch {
       stderr.write("batchdl: cannot read the state folder: \(error)\n")

@@ -82,14 +82,7 @@ struct RunCommand: ParsableCommand {
 
   func run() throws {
     var stderr = StandardError()
-    let plan: Plan
-    do {
-      plan = try ManifestCheck.plan(path: manifest)
-    } catch {
-      ManifestCheck.report(error.diagnostics, for: manifest, to: &stderr)
-      throw ExitCode(ExitStatus.invalid.rawValue)
-    }
-    ManifestCheck.report(plan.warnings, for: manifest, to: &stderr)
+    let plan = try loadPlan(manifest)
     var options = RunOptions()
     options.statePath = state
     options.jobs = jobs

@@ -25,14 +25,8 @@ struct StatusCommand: ParsableCommand {
 
   func run() throws {
     var stderr = StandardError()
-    let plan: Plan
-    do {
-      plan = try ManifestCheck.plan(path: manifest)
-    } catch {
-      ManifestCheck.report(error.diagnostics, for: manifest, to: &stderr)
-      throw ExitCode(ExitStatus.invalid.rawValue)
-    }
-    let folder = state ?? FileAccess.resolve(".batchdl", against: plan.manifest.directory)
+    let plan = try loadPlan(manifest)
+    let folder = stateFolder(state, for: plan)
     let prior: PriorState
     do {
       prior = try PriorState.load(from: try StateStore.open(folder: folder, readOnly: true))

@@ -25,13 +25,7 @@ struct WaitCommand: ParsableCommand {
 
   func run() throws {
     var stderr = StandardError()
-    let plan: Plan
-    do {
-      plan = try ManifestCheck.plan(path: manifest)
-    } catch {
-      ManifestCheck.report(error.diagnostics, for: manifest, to: &stderr)
-      throw ExitCode(ExitStatus.invalid.rawValue)
-    }
+    let plan = try loadPlan(manifest)
     let folder = state ?? FileAccess.resolve(".batchdl", against: plan.manifest.absoluteDirectory)
     let sessions = BackgroundSessions(stateFolder: Runner.absolute(folder), manifestPath: Runner.absolute(manifest))
     let identifiers = plan.manifest.sessions.filter { $0.kind == .background }.map { $0.identifier ?? $0.name }

@@ -1,0 +1,21 @@
+import ArgumentParser
+import BatchDL
+
+/// What every command that works on one manifest does first: check and plan it, print its
+/// problems and warnings, and exit 2 when it is invalid.
+func loadPlan(_ manifest: String) throws -> Plan {
+  var stderr = StandardError()
+  do {
+    let plan = try ManifestCheck.plan(path: manifest)
+    ManifestCheck.report(plan.warnings, for: manifest, to: &stderr)
+    return plan
+  } catch {
+    ManifestCheck.report(error.diagnostics, for: manifest, to: &stderr)
+    throw ExitCode(ExitStatus.invalid.rawValue)
+  }
+}
+
+/// The state folder a command uses: `--state`, else `.batchdl/` beside the manifest.
+func stateFolder(_ option: String?, for plan: Plan) -> String {
+  option ?? FileAccess.resolve(".batchdl", against: plan.manifest.directory)
+}
