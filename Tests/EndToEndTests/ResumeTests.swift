@@ -20,13 +20,7 @@ import Testing
   /// Starts `batchdl run` on a trickling download and stops it with `signal` once a checkpoint
   /// has been recorded; returns the exit status.
   func interrupt(_ fixture: RunFixture, signal: Int32) throws -> Int32 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: BinaryRunner.executable)
-    process.arguments = ["run", "manifest.yaml", "--progress", "never", "--quiet", "--report", "report.json"]
-    process.currentDirectoryURL = URL(fileURLWithPath: fixture.folder.path)
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
+    let process = try fixture.start(["--report", "report.json"])
     let deadline = Date().addingTimeInterval(20)
     while Date() < deadline && checkpointBytes(fixture) < 200_000 { usleep(50_000) }
     kill(process.processIdentifier, signal)
@@ -295,14 +289,7 @@ import Testing
             - download: BASE/big.bin?key=${STATE_SECRET}
               to: big.bin
       """)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: BinaryRunner.executable)
-    process.arguments = ["run", "manifest.yaml", "--progress", "never", "--quiet"]
-    process.currentDirectoryURL = URL(fileURLWithPath: fixture.folder.path)
-    var environment = ProcessInfo.processInfo.environment
-    environment["STATE_SECRET"] = "s3cret-in-state-77"
-    process.environment = environment
-    try process.run()
+    let process = try fixture.start(environment: ["STATE_SECRET": "s3cret-in-state-77"])
     let deadline = Date().addingTimeInterval(20)
     while Date() < deadline && checkpointBytes(fixture) == 0 { usleep(50_000) }
     kill(process.processIdentifier, SIGINT)

@@ -30,6 +30,23 @@ final class RunFixture {
       in: folder.path, environment: environment, timeout: timeout)
   }
 
+  /// Starts `batchdl run manifest.yaml --progress never --quiet` plus `extra`, without waiting for it
+  /// (to interrupt it, or to run a second one beside it).
+  func start(_ extra: [String] = [], environment: [String: String] = [:]) throws -> Process {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: BinaryRunner.executable)
+    process.arguments = ["run", "manifest.yaml", "--progress", "never", "--quiet"] + extra
+    process.currentDirectoryURL = URL(fileURLWithPath: folder.path)
+    var env = ProcessInfo.processInfo.environment
+    for (key, value) in environment { env[key] = value }
+    process.environment = env
+    process.standardInput = FileHandle.nullDevice
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    return process
+  }
+
   /// The report's tasks by id.
   func tasks() throws -> [String: [String: Any]] {
     let data = Data((folder.read("report.json") ?? "").utf8)

@@ -389,11 +389,7 @@ import Testing
           tasks:
             - download: BASE/slow
       """)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: BinaryRunner.executable)
-    process.arguments = ["run", "manifest.yaml", "--progress", "never", "--quiet"]
-    process.currentDirectoryURL = URL(fileURLWithPath: fixture.folder.path)
-    try process.run()
+    let process = try fixture.start()
     defer { process.waitUntilExit() }
     let deadline = Date().addingTimeInterval(10)
     while fixture.server.requests(for: "/slow").isEmpty && Date() < deadline { usleep(20_000) }

@@ -28,12 +28,7 @@ import Testing
               priority: low
       """)
     // Let the small file and the failure finish, and the big file checkpoint, then kill the run.
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: BinaryRunner.executable)
-    process.arguments = ["run", "manifest.yaml", "--progress", "never", "--quiet"]
-    process.currentDirectoryURL = URL(fileURLWithPath: fixture.folder.path)
-    process.standardOutput = FileHandle.nullDevice
-    try process.run()
+    let process = try fixture.start()
     let deadline = Date().addingTimeInterval(20)
     var durable: Int64 = 0
     var results = 0

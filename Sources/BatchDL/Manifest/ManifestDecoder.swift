@@ -10,7 +10,9 @@ struct ManifestDecoder {
   }
 
   static let topKeys = ["version", "defaults", "sessions"]
-  static let settingKeys = ["kind", "dest", "timeouts", "retry", "cache", "network", "headers", "on_finished"]
+  static let settingKeys = [
+    "kind", "dest", "timeouts", "retry", "cache", "network", "headers", "on_finished", "insecure",
+  ]
   static let sessionKeys = settingKeys + ["identifier", "tasks"]
   static let timeoutKeys = ["request", "resource"]
   static let retryKeys = ["attempts", "backoff", "max_backoff"]
@@ -117,6 +119,7 @@ struct ManifestDecoder {
     var interfaces: [String: [String]] = [:]
     var headers: [Header] = []
     var onFinished: String?
+    var insecure: Bool?
   }
 
   mutating func settings(_ map: [(key: YAMLNode, value: YAMLNode)]) -> PartialSettings {
@@ -200,6 +203,13 @@ struct ManifestDecoder {
         result.headers = headers(value)
       case "on_finished":
         result.onFinished = string(value, what: "on_finished", expand: .none)
+      case "insecure":
+        result.insecure = boolean(value, what: "insecure")
+        if result.insecure == true {
+          diagnostics.warning(
+            value.mark,
+            "insecure: true turns off TLS certificate checks; anyone on the path can read and alter the transfers")
+        }
       default:
         break
       }
@@ -302,7 +312,8 @@ struct ManifestDecoder {
         policy: own.cachePolicy ?? defaults.cachePolicy ?? .protocol,
         memory: own.cacheMemory ?? defaults.cacheMemory ?? 20 << 20,
         disk: kind == .ephemeral ? 0 : (own.cacheDisk ?? defaults.cacheDisk ?? 100 << 20)),
-      network: network, headers: headers, onFinished: own.onFinished ?? defaults.onFinished, tasks: tasks)
+      network: network, headers: headers, onFinished: own.onFinished ?? defaults.onFinished, tasks: tasks,
+      insecure: own.insecure ?? defaults.insecure ?? false)
   }
 
   // MARK: - Tasks

@@ -151,6 +151,8 @@ public struct Session: Sendable {
   public var headers: [Header]
   public var onFinished: String?
   public var tasks: [TaskEntry]
+  /// `insecure: true`: TLS certificates are not verified (a warning says so).
+  public var insecure = false
 }
 
 public enum TaskKind: String, CaseIterable, Sendable {

@@ -418,7 +418,7 @@ public final class Runner: TransferObserver {
       body: body, target: target, requestTimeout: session.timeouts.request, resourceTimeout: session.timeouts.resource,
       retry: session.retry, rateLimit: session.network.rateLimit,
       hostKey: plan.hosts[Int(request.host)], hostLimit: session.network.maxConnectionsPerHost,
-      sessionKey: Int(request.session), sessionLimit: session.network.maxConcurrent)
+      sessionKey: Int(request.session), sessionLimit: session.network.maxConcurrent, insecure: session.insecure)
     spec.decodeContent = tasks.allSatisfy { $0.kind == .data }
     spec.cookieJar = session.kind == .ephemeral ? "" : stateFolder + "/cookies/\(session.name).txt"
     spec.waitsForConnectivity = session.network.waitsForConnectivity
