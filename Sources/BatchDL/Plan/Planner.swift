@@ -207,9 +207,7 @@ private struct PlanBuilder {
         expandLine(
           bytes, line: lineNumber, file: display, folder: folder, session: session, context: context,
           after: spec.after, report: problemsAllowed)
-        if diagnostics.items.count > before || !problemsAllowed && lineHadProblem {
-          problems += 1
-        }
+        if diagnostics.items.count > before || lineHadProblem { problems += 1 }
         lineHadProblem = false
       }
     } catch {
@@ -230,6 +228,8 @@ private struct PlanBuilder {
     }
   }
 
+  /// Set by `expandLine` (and `add`) when the line being read has a problem, reported or not: the
+  /// list's count of problem lines goes on past the ones it lists.
   var lineHadProblem = false
 
   static func countLines(_ path: String) throws(SystemError) -> Int {
@@ -277,13 +277,11 @@ private struct PlanBuilder {
     let relative =
       to.map { $0.hasPrefix("/") ? $0 : PathRules.join(folder, $0) } ?? (folder.isEmpty ? nil : folder + "/")
     let isFolder = to.map { $0.hasSuffix("/") } ?? true
-    let countBefore = diagnostics.items.count
     guard
       let destination = resolveDestination(
         session: session, to: relative, isFolder: isFolder, url: normalized, mark: toMark, quiet: !report)
     else {
       lineHadProblem = true
-      _ = countBefore
       return
     }
     let urlRef = normalized.text == url ? TextRef.none : text.append(urlBytes)
@@ -291,7 +289,6 @@ private struct PlanBuilder {
     let task = add(
       context: context, normalized: normalized, urlRef: urlRef, toRef: toRef, idRef: toRef, line: Int32(line),
       mark: mark, explicitID: false, quiet: !report)
-    if task == nil, diagnostics.items.count > countBefore { lineHadProblem = true }
     if let task, !after.isEmpty { afterRefs.append((task, after)) }
   }
 
@@ -366,9 +363,8 @@ private struct PlanBuilder {
           }
           return other
         }
-        if quiet {
-          lineHadProblem = true
-        } else {
+        lineHadProblem = true
+        if !quiet {
           let name = redactor.text(text.string(nameRef))
           if toRef.isNone {
             diagnostics.error(

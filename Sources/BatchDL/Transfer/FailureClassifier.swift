@@ -25,7 +25,7 @@ public enum FailureClassifier {
     return TransferFailure(code: name, message: message)
   }
 
-  static func classify(status: Int, reason: String, body: [UInt8]) -> TransferFailure {
+  static func classify(status: Int, reason: String) -> TransferFailure {
     var message = "HTTP \(status)"
     if !reason.isEmpty { message += " \(reason)" }
     return TransferFailure(code: "http-\(status)", message: message, status: status)

@@ -16,8 +16,6 @@ final class Transfer {
   private(set) var sink: BodySink?
   private var uploadDescriptor: Int32 = -1
   private var uploadOffset: Int64 = 0
-  /// The first bytes of a non-2xx body, for the error message.
-  private(set) var errorBody: [UInt8] = []
   private(set) var becameDownload = false
   /// The byte the body continued from, once a 206 was accepted.
   private(set) var resumedFrom: Int64 = 0
@@ -235,7 +233,7 @@ final class Transfer {
 
   private func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
     guard parser.head.isSuccess else {
-      if errorBody.count < 2048 { errorBody.append(contentsOf: bytes.prefix(2048 - errorBody.count)) }
+      // Only 2xx bodies are kept; an error page is read and dropped.
       return bytes.count
     }
     if let bucket, !bucket.take(bytes.count) {
@@ -337,7 +335,7 @@ final class Transfer {
         return .failure(error)
       }
     } else if !head.isSuccess {
-      var failure = FailureClassifier.classify(status: head.status, reason: head.reason, body: errorBody)
+      var failure = FailureClassifier.classify(status: head.status, reason: head.reason)
       failure.attempts = attempts
       return .failure(failure)
     }
