@@ -22,34 +22,7 @@ import Testing
     let result = try sink.finish().get()
     #expect(result.size == Int64(body.count))
     #expect(result.sha256 == hex(body))
-    // Unnamed until a checkpoint or its placement names it.
-    #expect(!FileManager.default.fileExists(atPath: path))
-    #expect(FileManager.default.contents(atPath: sink.readablePath) == Data(body))
-    try sink.publish(to: folder.path + "/f")
-    #expect(FileManager.default.contents(atPath: folder.path + "/f") == Data(body))
-  }
-
-  @Test func aFinishedFileReplacesTheOldOneAtomically() throws {
-    let folder = TemporaryDirectory()
-    folder.write("f", "old contents")
-    let sink = try FileSink(path: folder.path + "/f.batchdl-part")
-    #expect(Array("new".utf8).withUnsafeBytes { sink.write($0) })
-    _ = try sink.finish().get()
-    try sink.publish(to: folder.path + "/f")
-    #expect(folder.read("f") == "new")
-    #expect(!folder.exists("f.batchdl-part"))
-  }
-
-  @Test func aCheckpointGivesTheFileItsPartialName() throws {
-    let folder = TemporaryDirectory()
-    let sink = try FileSink(path: folder.path + "/f.batchdl-part")
-    #expect(Array("some bytes".utf8).withUnsafeBytes { sink.write($0) })
-    #expect(!folder.exists("f.batchdl-part"))
-    #expect(sink.syncNow() == 10)
-    #expect(folder.read("f.batchdl-part") == "some bytes")
-    try sink.publish(to: folder.path + "/f")
-    #expect(folder.read("f") == "some bytes")
-    #expect(!folder.exists("f.batchdl-part"))
+    #expect(FileManager.default.contents(atPath: path) == Data(body))
   }
 
   @Test func aSinkDroppedMidBufferGivesItsSlotsBack() throws {
@@ -98,7 +71,7 @@ import Testing
     let result = try spilling.finish().get()
     #expect(result.size == 100)
     #expect(result.sha256 == hex(bytes))
-    #expect(spilling.spilled.map { FileManager.default.contents(atPath: $0.readablePath) } == Data(bytes))
+    #expect(FileManager.default.contents(atPath: folder.path + "/spill.part") == Data(bytes))
   }
 }
 

@@ -672,7 +672,7 @@ public final class Runner: TransferObserver {
       }
       do throws(TransferFailure) {
         try prepare(path, for: task)
-        if let source = result.fileSink?.readablePath ?? result.file {
+        if let source = result.file {
           try Self.copy(source, to: path)
         } else {
           do {
@@ -689,30 +689,19 @@ public final class Runner: TransferObserver {
     }
     guard let source = result.file else { return }
     guard let (task, path, outcome) = owner else {
-      discard(result, source)
+      unlink(source)
       return
     }
     do throws(TransferFailure) {
       try prepare(path, for: task)
-      if let sink = result.fileSink {
-        try sink.publish(to: path)
-      } else if rename(source, path) != 0 {
+      guard rename(source, path) == 0 else {
         throw FileSink.failure(errno: errno, doing: "rename the finished file into \(path)")
       }
       emit(.finished(task: outcome.id, to: outcome.to ?? ""))
       record(task, outcome)
     } catch {
-      discard(result, source)
-      record(task, failed(task, TransferFailure(code: error.code, message: error.message, attempts: result.attempts)))
-    }
-  }
-
-  /// Removes a finished body that no task keeps (an unnamed one vanishes with its descriptor).
-  private func discard(_ result: TransferResult, _ source: String) {
-    if let sink = result.fileSink {
-      sink.discard()
-    } else {
       unlink(source)
+      record(task, failed(task, TransferFailure(code: error.code, message: error.message, attempts: result.attempts)))
     }
   }
 

@@ -46,12 +46,6 @@ final class FileSink: BodySink, @unchecked Sendable {
   private var current: UnsafeMutableRawBufferPointer?
   private var filled = 0
 
-  /// `O_TMPFILE` (`__O_TMPFILE | O_DIRECTORY`, 020200000 on Linux), which Swift does not import.
-  static let temporaryFileFlag: Int32 = 0o20_200_000
-
-  /// Whether the file has its partial name yet (guarded by `lock`).
-  private var named = true
-
   /// Bytes known to be on disk: written and `fdatasync`ed (guarded by `lock`).
   private var synced: Int64 = 0
   /// Bytes handed to the kernel with `pwrite` (guarded by `lock`; `written` is the writer's own copy).
@@ -63,18 +57,6 @@ final class FileSink: BodySink, @unchecked Sendable {
   /// continues after them: a resumed download.
   init(path: String, keeping offset: Int64 = 0) throws(TransferFailure) {
     self.path = path
-    if offset == 0 {
-      // A fresh body starts as an unnamed file in the destination's folder (`O_TMPFILE`): most
-      // files end before their first checkpoint, and are then linked into place with one
-      // directory operation, as a plain `curl -o` would create them. It gets its partial name
-      // only when a checkpoint needs one.
-      let fd = open(FileAccess.directory(of: path), FileSink.temporaryFileFlag | O_RDWR | O_CLOEXEC, 0o644)
-      if fd >= 0 {
-        descriptor = fd
-        named = false
-        return
-      }
-    }
     let flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (offset > 0 ? 0 : O_TRUNC)
     let fd = open(path, flags, 0o644)
     guard fd >= 0 else {
@@ -115,61 +97,6 @@ final class FileSink: BodySink, @unchecked Sendable {
     }
   }
 
-  /// A path that reads the file's bytes now: its name, or its descriptor while it is unnamed.
-  var readablePath: String {
-    lock.lock()
-    defer { lock.unlock() }
-    return named ? path : "/proc/self/fd/\(descriptor)"
-  }
-
-  /// Gives an unnamed file its partial name (for a checkpoint, or a retry that continues it).
-  @discardableResult
-  func materialize() -> Bool {
-    lock.lock()
-    defer { lock.unlock() }
-    if named { return true }
-    if link(to: path) {
-      named = true
-      return true
-    }
-    return false
-  }
-
-  /// `linkat` of the unnamed file to `target`, replacing a stale file there.
-  private func link(to target: String) -> Bool {
-    let source = "/proc/self/fd/\(descriptor)"
-    if linkat(AT_FDCWD, source, AT_FDCWD, target, AT_SYMLINK_FOLLOW) == 0 { return true }
-    guard errno == EEXIST else { return false }
-    unlink(target)
-    return linkat(AT_FDCWD, source, AT_FDCWD, target, AT_SYMLINK_FOLLOW) == 0
-  }
-
-  /// Puts the finished file at `destination`, atomically: a reader sees the old file or the whole
-  /// new one. An unnamed file is linked there directly when nothing is in the way; otherwise it
-  /// takes its partial name and is renamed over the destination.
-  func publish(to destination: String) throws(TransferFailure) {
-    lock.lock()
-    let unnamed = !named
-    lock.unlock()
-    if unnamed {
-      let source = "/proc/self/fd/\(descriptor)"
-      if linkat(AT_FDCWD, source, AT_FDCWD, destination, AT_SYMLINK_FOLLOW) == 0 { return }
-      guard errno == EEXIST, materialize() else {
-        throw FileSink.failure(errno: errno, doing: "link the finished file into \(destination)")
-      }
-    }
-    guard rename(path, destination) == 0 else {
-      throw FileSink.failure(errno: errno, doing: "rename the finished file into \(destination)")
-    }
-  }
-
-  /// Removes the partial file, if it has a name.
-  func discard() {
-    lock.lock()
-    defer { lock.unlock() }
-    if named { unlink(path) }
-  }
-
   /// Bytes known to be on disk (for checkpoints).
   var durable: Int64 {
     lock.lock()
@@ -189,13 +116,6 @@ final class FileSink: BodySink, @unchecked Sendable {
     // On a queue of its own, so that the writes go on while the disk catches up: what was
     // written before `fdatasync` starts is on disk when it returns.
     DispatchQueue.global(qos: .utility).async {
-      // A checkpoint names a file: give it its partial name first.
-      guard self.materialize() else {
-        self.lock.lock()
-        self.syncPending = false
-        self.lock.unlock()
-        return
-      }
       self.lock.lock()
       let target = self.stored
       self.lock.unlock()
@@ -211,7 +131,6 @@ final class FileSink: BodySink, @unchecked Sendable {
   func syncNow() -> Int64 {
     if filled > 0 { submit() }
     queue?.sync {}
-    guard materialize() else { return 0 }
     let target = count
     if fdatasync(descriptor) == 0 {
       lock.lock()

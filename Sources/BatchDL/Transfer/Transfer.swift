@@ -205,8 +205,7 @@ final class Transfer {
   /// Where the next attempt could continue: the bytes this one wrote, when the response can be
   /// resumed (a strong ETag or a Last-Modified, no content encoding).
   var resumePoint: TransferSpec.Resume? {
-    guard case .file = spec.target, let file = sink as? FileSink, file.count > 0, let validator, file.materialize()
-    else { return nil }
+    guard case .file = spec.target, let file = sink as? FileSink, file.count > 0, let validator else { return nil }
     return TransferSpec.Resume(offset: file.count, validator: validator, total: totalLength)
   }
 
@@ -359,18 +358,16 @@ final class Transfer {
       }
       var file: String?
       var body: [UInt8]?
-      var placed: FileSink?
       if let fileSink = sink as? FileSink {
-        placed = fileSink
+        file = fileSink.path
       } else if let memory = sink as? MemorySink {
-        if let spilled = memory.spilled { placed = spilled } else { body = memory.body }
+        if let spilled = memory.spilled { file = spilled.path } else { body = memory.body }
       }
-      file = placed?.path
       return .success(
         TransferResult(
           head: head, size: size, sha256: sha256, file: file, body: body, becameDownload: becameDownload,
           attempts: attempts, effectiveURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? spec.url,
-          resumedFrom: resumedFrom, fileSink: placed))
+          resumedFrom: resumedFrom))
     }
   }
 }

@@ -134,7 +134,7 @@ public struct TransferResult: Sendable {
   public var size: Int64
   /// Lower-case hex SHA-256 of the body.
   public var sha256: String
-  /// The partial file holding the body, when it went to a file (its intended name).
+  /// The partial file holding the body, when it went to a file.
   public var file: String?
   /// The body, when it stayed in memory.
   public var body: [UInt8]?
@@ -146,8 +146,6 @@ public struct TransferResult: Sendable {
   public var resumedFrom: Int64 = 0
   /// The server answered 304 to a conditional request: nothing was transferred.
   public var notModified = false
-  /// The file's sink, which places it (`publish`) and reads it (`readablePath`) while unnamed.
-  var fileSink: FileSink?
 }
 
 /// Why a transfer failed, with a stable code for reports (`http-404`, `timeout`, `connect`...).
