@@ -110,8 +110,6 @@ public final class Engine {
   private var lastCheckpoint: UInt64 = 0
   /// Durable byte counts already reported, per job.
   private var reported: [Int: Int64] = [:]
-  /// Bytes written since the last sync past which a sync is asked for at once.
-  public var checkpointBytes: Int64 = 64 << 20
   /// Milliseconds between syncs of a download.
   public var syncInterval: UInt64 = 500
   private var lastSync: [Int: UInt64] = [:]
@@ -462,8 +460,9 @@ public final class Engine {
   }
 
   /// Keeps checkpoints close behind the network: each resumable download is asked to sync every
-  /// `syncInterval` ms (sooner after `checkpointBytes` unsynced bytes), and what reached the disk is
-  /// reported at most every 250 ms, so that a kill loses well under a second of transfer.
+  /// `syncInterval` ms, and what reached the disk is reported at most every 250 ms, so that a kill
+  /// loses well under a second of transfer. (A trigger on unsynced bytes would sync without pause
+  /// at loopback speeds, and cost more than it saves.)
   private func checkpoint(now: UInt64) {
     var points: [TransferCheckpoint] = []
     for transfer in active.values {
@@ -472,8 +471,13 @@ public final class Engine {
       if durable > (reported[transfer.job] ?? 0), let point = checkpoint(transfer, durable: durable) {
         points.append(point)
       }
-      let unsynced = sink.count - durable
-      if unsynced > 0, unsynced >= checkpointBytes || now &- (lastSync[transfer.job] ?? 0) >= syncInterval {
+      // The first sync comes one interval after the transfer starts: a file that finishes sooner
+      // never pays for one.
+      guard let last = lastSync[transfer.job] else {
+        lastSync[transfer.job] = now
+        continue
+      }
+      if sink.count > durable, now &- last >= syncInterval {
         lastSync[transfer.job] = now
         sink.requestSync()
       }
