@@ -3,21 +3,6 @@ import Testing
 
 @testable import BatchDL
 
-/// One diagnostic a test expects: its `LINE:COLUMN`, its severity and words its message must contain.
-struct Expected: CustomStringConvertible {
-  var position: String
-  var words: [String]
-  var severity: String
-
-  init(_ position: String, _ words: String..., severity: String = "error") {
-    self.position = position
-    self.words = words
-    self.severity = severity
-  }
-
-  var description: String { "\(position): \(severity): …\(words.joined(separator: "…"))…" }
-}
-
 /// Checks that `yaml` yields exactly `expected`, in that order (diagnostics come sorted by position).
 func expectProblems(
   _ yaml: String, files: [String: String] = [:], environment: [String: String] = [:], _ expected: [Expected],

@@ -86,22 +86,6 @@ func problems(_ yaml: String, files: [String: String] = [:], environment: [Strin
   return error.diagnostics.map { render($0, folder: folder) }
 }
 
-/// One diagnostic a test expects: its position (`LINE:COLUMN`, or `FILE:LINE:COLUMN` for list files),
-/// its severity and words its message must contain.
-struct Expected: CustomStringConvertible {
-  var position: String
-  var words: [String]
-  var severity: String
-
-  init(_ position: String, _ words: String..., severity: String = "error") {
-    self.position = position
-    self.words = words
-    self.severity = severity
-  }
-
-  var description: String { "\(position): \(severity): …\(words.joined(separator: "…"))…" }
-}
-
 /// Checks rendered diagnostics against `expected`, in order.
 func expectMatch(_ found: [String], _ expected: [Expected], sourceLocation: SourceLocation = #_sourceLocation) {
   let message = "expected \(expected.count) problems:\n\(expected.map(\.description).joined(separator: "\n"))\nfound:\n"
