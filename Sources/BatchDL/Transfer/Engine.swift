@@ -111,8 +111,10 @@ public final class Engine {
   /// Durable byte counts already reported, per job.
   private var reported: [Int: Int64] = [:]
   /// Milliseconds between syncs of a download.
-  public var syncInterval: UInt64 = 500
+  public var syncInterval: UInt64 = 1000
   private var lastSync: [Int: UInt64] = [:]
+  /// When each download was first seen by `checkpoint(now:)`, and its byte count then (for its rate).
+  private var firstSeen: [Int: (time: UInt64, count: Int64)] = [:]
   /// Per-session byte budgets for `rate_limit`.
   private var buckets: [Int: RateBucket] = [:]
   /// Per-session cookie engines.
@@ -372,6 +374,8 @@ public final class Engine {
     guard let transfer = active.removeValue(forKey: handle) else { return }
     multi.remove(transfer.easy)
     let job = transfer.job
+    lastSync[job] = nil
+    firstSeen[job] = nil
     hostActive[jobs[job].spec.hostKey, default: 1] -= 1
     sessionActive[jobs[job].spec.sessionKey, default: 1] -= 1
     unblock()
@@ -461,8 +465,9 @@ public final class Engine {
 
   /// Keeps checkpoints close behind the network: each resumable download is asked to sync every
   /// `syncInterval` ms, and what reached the disk is reported at most every 250 ms, so that a kill
-  /// loses well under a second of transfer. (A trigger on unsynced bytes would sync without pause
-  /// at loopback speeds, and cost more than it saves.)
+  /// loses about a second of transfer at most. A sync is left out when the download should end
+  /// within a quarter of the interval: its result will replace the checkpoint. (A trigger on
+  /// unsynced bytes would sync without pause at loopback speeds, and cost more than it saves.)
   private func checkpoint(now: UInt64) {
     var points: [TransferCheckpoint] = []
     for transfer in active.values {
@@ -475,9 +480,10 @@ public final class Engine {
       // never pays for one.
       guard let last = lastSync[transfer.job] else {
         lastSync[transfer.job] = now
+        firstSeen[transfer.job] = (now, sink.count)
         continue
       }
-      if sink.count > durable, now &- last >= syncInterval {
+      if sink.count > durable, now &- last >= syncInterval, !endsSoon(transfer, sink: sink, now: now) {
         lastSync[transfer.job] = now
         sink.requestSync()
       }
@@ -486,6 +492,14 @@ public final class Engine {
     lastCheckpoint = now
     for point in points { reported[point.job] = point.durable }
     observer?.transferCheckpoints(points)
+  }
+
+  /// Whether, at its rate so far, a download of known length ends within a quarter of `syncInterval`.
+  private func endsSoon(_ transfer: Transfer, sink: FileSink, now: UInt64) -> Bool {
+    guard let total = transfer.totalLength, let seen = firstSeen[transfer.job], now > seen.time else { return false }
+    let rate = Double(sink.count - seen.count) / Double(now - seen.time)
+    guard rate > 0 else { return false }
+    return Double(total - sink.count) / rate < Double(syncInterval) / 4
   }
 
   private func checkpoint(_ transfer: Transfer, durable: Int64) -> TransferCheckpoint? {
