@@ -49,11 +49,18 @@ struct ResponseHeadParser {
   /// True once the blank line after a final (non-1xx) response's headers has been seen.
   private(set) var complete = false
 
+  /// Takes one line as libcurl delivers it (with its line ending). Header lines are split on the
+  /// bytes, without building a string of the whole line: a run of many small files parses a few
+  /// lines per file.
   mutating func consume(_ line: UnsafeRawBufferPointer) {
-    var length = line.count
-    while length > 0, line[length - 1] == 0x0A || line[length - 1] == 0x0D { length -= 1 }
-    let text = String(decoding: UnsafeRawBufferPointer(rebasing: line[0..<length]), as: UTF8.self)
-    if text.hasPrefix("HTTP/") {
+    var end = line.count
+    while end > 0, line[end - 1] == 0x0A || line[end - 1] == 0x0D { end -= 1 }
+    if end == 0 {
+      if head.status >= 200 { complete = true }
+      return
+    }
+    if end >= 5, line[0] == 0x48, line[1] == 0x54, line[2] == 0x54, line[3] == 0x50, line[4] == 0x2F {  // HTTP/
+      let text = String(decoding: UnsafeRawBufferPointer(rebasing: line[0..<end]), as: UTF8.self)
       head = ResponseHead()
       complete = false
       let parts = text.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
@@ -61,14 +68,21 @@ struct ResponseHeadParser {
       if parts.count == 3 { head.reason = String(parts[2]) }
       return
     }
-    if text.isEmpty {
-      if head.status >= 200 { complete = true }
-      return
+    var colon = 0
+    while colon < end, line[colon] != 0x3A { colon += 1 }
+    guard colon < end else { return }
+    let name = String(unsafeUninitializedCapacity: colon) { name in
+      for index in 0..<colon {
+        let byte = line[index]
+        name[index] = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+      }
+      return colon
     }
-    guard let colon = text.firstIndex(of: ":") else { return }
-    let name = text[..<colon].lowercased()
-    let value = String(text[text.index(after: colon)...]).trimmingSpaces
-    head.fields.append((name, value))
+    var start = colon + 1
+    while start < end, line[start] == 0x20 || line[start] == 0x09 { start += 1 }
+    var stop = end
+    while stop > start, line[stop - 1] == 0x20 || line[stop - 1] == 0x09 { stop -= 1 }
+    head.fields.append((name, String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<stop]), as: UTF8.self)))
   }
 }
 
