@@ -69,6 +69,39 @@ import Testing
     #expect(summary["completed"] as? Int == 6)
   }
 
+  /// Files are placed beside the engine's thread; a task that comes after a download must still
+  /// find that file in place when it starts.
+  @Test func aTaskAfterADownloadFindsItsFileInPlace() throws {
+    let fixture = try RunFixture()
+    var tasks = ""
+    for index in 0..<12 {
+      fixture.server.route("/small/\(index).txt", .fixed(Response(status: 200, body: Array("body \(index)\n".utf8))))
+      fixture.server.route("/back/\(index)", .uploadSink)
+      tasks += """
+            - download: BASE/small/\(index).txt
+              id: get-\(index)
+              to: got/\(index).txt
+            - upload: BASE/back/\(index)
+              from: got/\(index).txt
+              after: get-\(index)
+
+        """
+    }
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        chain:
+          tasks:
+      \(tasks)
+      """)
+    let result = try fixture.run()
+    #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    for index in 0..<12 {
+      #expect(fixture.server.requests(for: "/back/\(index)").first?.bodyText == "body \(index)\n")
+    }
+  }
+
   @Test func notFoundFailsAtOnceAndLeavesNothing() throws {
     let fixture = try RunFixture()
     fixture.manifest(

@@ -25,6 +25,52 @@ import Testing
     #expect(FileManager.default.contents(atPath: path) == Data(body))
   }
 
+  @Test func aHoldingSinkKeepsASmallBodyInMemoryAndCreatesNoFile() throws {
+    let folder = TemporaryDirectory()
+    let path = folder.path + "/f.part"
+    let body = (0..<40_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+    let sink = try FileSink(path: path, holding: true)
+    #expect(body[0..<25_000].withUnsafeBytes { sink.write($0) })
+    #expect(body[25_000...].withUnsafeBytes { sink.write($0) })
+    sink.requestSync()
+    #expect(sink.syncNow() == 0)
+    let result = try sink.finish().get()
+    #expect(result.size == 40_000)
+    #expect(result.sha256 == hex(body))
+    #expect(sink.heldBody == body)
+    #expect(!sink.isOnDisk)
+    #expect(!FileManager.default.fileExists(atPath: path))
+  }
+
+  @Test func aHoldingSinkWritesWhatItHeldOnceTheBodyOutgrowsMemory() throws {
+    let folder = TemporaryDirectory()
+    let path = folder.path + "/f.part"
+    _ = FileManager.default.createFile(atPath: path, contents: Data([9, 9, 9, 9]))
+    let body = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 17) }
+    let sink = try FileSink(path: path, holding: true)
+    var offset = 0
+    while offset < body.count {
+      let end = min(body.count, offset + 16_384)
+      #expect(body[offset..<end].withUnsafeBytes { sink.write($0) })
+      offset = end
+    }
+    #expect(sink.isOnDisk)
+    #expect(sink.syncNow() == 300_000)
+    let result = try sink.finish().get()
+    #expect(result.sha256 == hex(body))
+    #expect(sink.heldBody == nil)
+    #expect(FileManager.default.contents(atPath: path) == Data(body))
+  }
+
+  @Test func aHoldingSinkReportsAFileItCannotCreate() throws {
+    let folder = TemporaryDirectory()
+    let sink = try FileSink(path: folder.path + "/missing/f.part", holding: true)
+    let chunk = [UInt8](repeating: 1, count: 100_000)
+    #expect(!chunk.withUnsafeBytes { sink.write($0) })
+    #expect(sink.failure?.code == "write")
+    #expect(sink.failure?.message.contains("missing/f.part") == true)
+  }
+
   @Test func aSinkDroppedMidBufferGivesItsSlotsBack() throws {
     let folder = TemporaryDirectory()
     // Past the inline MiB with a half-filled buffer, then released without finish (a failed attempt).
@@ -91,6 +137,22 @@ import Testing
     #expect(parser.head.strongETag == "\"abc\"")
     #expect(parser.head.contentLength == 12)
     #expect(parser.head["location"] == nil)
+  }
+
+  @Test func headerLinesAreSplitOnTheFirstColonAndTrimmed() {
+    var parser = ResponseHeadParser()
+    for line in [
+      "HTTP/1.1 200 OK\r\n", "X-Mixed-CASE:\t  spaced value \t\r\n", "Location: http://host:8080/a:b\n",
+      "not a header line\r\n", "Empty:\r\n", "\r\n",
+    ] {
+      var text = line
+      text.withUTF8 { parser.consume(UnsafeRawBufferPointer($0)) }
+    }
+    #expect(parser.complete)
+    #expect(parser.head.fields.map(\.name) == ["x-mixed-case", "location", "empty"])
+    #expect(parser.head["x-mixed-case"] == "spaced value")
+    #expect(parser.head["location"] == "http://host:8080/a:b")
+    #expect(parser.head["empty"] == "")
   }
 
   @Test func weakTagsAndEncodedBodiesCannotValidateARange() {

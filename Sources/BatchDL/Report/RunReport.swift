@@ -146,8 +146,9 @@ public enum AtomicFile {
     try write(Array(contents.utf8), to: path)
   }
 
-  public static func write(_ bytes: [UInt8], to path: String) throws(SystemError) {
-    try makeParent(of: path)
+  /// With `makingParent` false, the folder is known to exist.
+  public static func write(_ bytes: [UInt8], to path: String, makingParent: Bool = true) throws(SystemError) {
+    if makingParent { try makeParent(of: path) }
     let temporary = path + ".batchdl-part"
     let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
     guard fd >= 0 else { throw SystemError("create \(temporary)") }

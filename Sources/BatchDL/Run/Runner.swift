@@ -204,8 +204,12 @@ public final class Runner: TransferObserver {
       jobs.append(job)
     }
     let handler = InterruptHandler { [interrupted] in interrupted.set() }
+    // The run's bookkeeping (placing files, the report, the state, progress) goes on beside the
+    // engine's thread, on the relay's queue, so that the network never waits for the disk.
+    let relay = ObserverRelay(self)
     do {
-      let engine = try Engine(jobs: jobs, globalLimit: options.jobs ?? globalLimit(), observer: self)
+      defer { relay.settle() }
+      let engine = try Engine(jobs: jobs, globalLimit: options.jobs ?? globalLimit(), observer: relay)
       self.engine = engine
       let canceller = engine.canceller
       handler.onInterrupt = { canceller.cancel() }
@@ -469,6 +473,9 @@ public final class Runner: TransferObserver {
     )
   }
 
+  /// Every call takes effect before it returns.
+  public func settle() {}
+
   public func transferTick(active: [ActiveTransfer]) {
     flushStore()
     display.tick(
@@ -485,7 +492,7 @@ public final class Runner: TransferObserver {
     }
   }
 
-  public func transferCompleted(_ job: Int, outcome: Result<TransferResult, TransferFailure>) {
+  public func transferCompleted(_ job: Int, outcome: Result<TransferResult, TransferFailure>, spent: Int64) {
     let request = request(ofJob: job)
     let tasks = plan.tasks(of: request)
     let key = request.key.description
@@ -503,8 +510,8 @@ public final class Runner: TransferObserver {
         record(result)
         remember(task, result, request: request, head: nil)
       }
-      if let engine, persists(request) {
-        pendingBudgets.append((key, engine.timeSpent(job), engine.attempts(job)))
+      if persists(request) {
+        pendingBudgets.append((key, spent, failure.attempts))
       }
       // Keep the partial file only while a checkpoint can continue it.
       if prior.checkpoints[key] == nil && !hasCheckpoint(job) {
@@ -676,7 +683,7 @@ public final class Runner: TransferObserver {
           try Self.copy(source, to: path)
         } else {
           do {
-            try AtomicFile.write(result.body ?? [], to: path)
+            try AtomicFile.write(result.body ?? [], to: path, makingParent: false)
           } catch {
             throw FileSink.failure(errno: error.code, doing: "write \(destination)")
           }

@@ -20,13 +20,19 @@ protocol BodySink: AnyObject {
 
 /// Writes a body into a partial file with `pwrite` and hashes it.
 ///
-/// The first MiB is written on the engine thread; past that, the bytes are gathered into a few
+/// A sink made `holding` keeps a fresh body in memory until it outgrows 64 KiB, and creates the
+/// file only then: a small file's body is handed over whole (`heldBody`) and written where the run
+/// places it, off the engine's thread. Past that, the first MiB is written on the engine thread; past that, the bytes are gathered into a few
 /// reusable 256 KiB buffers that a serial queue of the sink's own writes and hashes, so that a large
 /// download's hashing overlaps the network instead of slowing it. When every buffer is in flight the
 /// engine waits (back-pressure), so memory stays at `bufferCount` buffers per sink.
 final class FileSink: BodySink, @unchecked Sendable {
   let path: String
-  private let descriptor: Int32
+  /// The partial file, or -1 while the body is held in memory.
+  private var descriptor: Int32 = -1
+  /// A held body (nil once the file exists).
+  private var held: [UInt8]?
+  private static let holdLimit = 64 << 10
   private var hasher = SHA256()
   private(set) var count: Int64 = 0
   /// Offset of the next write, advanced by whichever side writes (inline, then only the queue).
@@ -55,20 +61,23 @@ final class FileSink: BodySink, @unchecked Sendable {
   /// Creates (or truncates) `path`, never following a symlink there. With `offset` > 0 the file's
   /// first `offset` bytes are kept (anything after them is cut off), hashed first, and the body
   /// continues after them: a resumed download.
-  init(path: String, keeping offset: Int64 = 0) throws(TransferFailure) {
+  init(path: String, keeping offset: Int64 = 0, holding: Bool = false) throws(TransferFailure) {
     self.path = path
-    let flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (offset > 0 ? 0 : O_TRUNC)
-    let fd = open(path, flags, 0o644)
-    guard fd >= 0 else {
-      throw FileSink.failure(errno: errno, doing: "create \(path)")
+    if holding && offset == 0 {
+      held = []
+      return
     }
-    descriptor = fd
-    guard offset > 0 else { return }
+    let fd = try Self.open(path, truncating: offset == 0)
+    guard offset > 0 else {
+      descriptor = fd
+      return
+    }
     var info = stat()
     guard fstat(fd, &info) == 0, Int64(info.st_size) >= offset, ftruncate(fd, off_t(offset)) == 0 else {
       close(fd)
       throw TransferFailure(code: "resume-restart", message: "the partial file \(path) is shorter than its checkpoint")
     }
+    descriptor = fd
     count = offset
     written = offset
     stored = offset
@@ -78,6 +87,21 @@ final class FileSink: BodySink, @unchecked Sendable {
     self.queue = queue
     queue.async { self.hashKept(offset) }
   }
+
+  private static func open(_ path: String, truncating: Bool) throws(TransferFailure) -> Int32 {
+    let flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (truncating ? O_TRUNC : 0)
+    let fd = Glibc.open(path, flags, 0o644)
+    guard fd >= 0 else {
+      throw FileSink.failure(errno: errno, doing: "create \(path)")
+    }
+    return fd
+  }
+
+  /// The whole body, when it stayed in memory: the file was never created.
+  var heldBody: [UInt8]? { held }
+
+  /// Whether the partial file exists (the body outgrew memory, or the sink never held it).
+  var isOnDisk: Bool { held == nil }
 
   private func hashKept(_ length: Int64) {
     var buffer = [UInt8](repeating: 0, count: 1 << 20)
@@ -108,6 +132,7 @@ final class FileSink: BodySink, @unchecked Sendable {
   /// queue hands its current buffer over, `fdatasync`s after the writes before it, then moves
   /// `durable`. At most one request is pending at a time.
   func requestSync() {
+    guard held == nil else { return }
     lock.lock()
     let pending = syncPending
     syncPending = true
@@ -129,6 +154,7 @@ final class FileSink: BodySink, @unchecked Sendable {
 
   /// Drains the queue and syncs now (a run stopping on a signal); returns the durable count.
   func syncNow() -> Int64 {
+    guard held == nil else { return 0 }
     if filled > 0 { submit() }
     queue?.sync {}
     let target = count
@@ -143,7 +169,7 @@ final class FileSink: BodySink, @unchecked Sendable {
   deinit {
     // Every block on the queue holds the sink, so none is pending now (this may even run on the
     // queue, as its last block lets go): nothing to wait for.
-    close(descriptor)
+    if descriptor >= 0 { close(descriptor) }
     if let current {
       current.deallocate()
       // Give back the buffer's slot: libdispatch traps when a semaphore is freed below its start.
@@ -168,6 +194,23 @@ final class FileSink: BodySink, @unchecked Sendable {
 
   func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
     if failure != nil { return false }
+    if var kept = held.take() {
+      if kept.count + bytes.count <= Self.holdLimit {
+        kept.append(contentsOf: bytes)
+        held = kept
+        count += Int64(bytes.count)
+        hasher.update(bufferPointer: bytes)
+        return true
+      }
+      // Outgrown: create the file and write what was held (already hashed).
+      do {
+        descriptor = try Self.open(path, truncating: true)
+      } catch {
+        setFailure(error)
+        return false
+      }
+      guard kept.withUnsafeBytes({ put($0) }) else { return false }
+    }
     count += Int64(bytes.count)
     if queue == nil && count <= inlineLimit {
       return store(bytes)
@@ -218,18 +261,28 @@ final class FileSink: BodySink, @unchecked Sendable {
     var length: Int
   }
 
+  private func setFailure(_ failure: TransferFailure) {
+    lock.lock()
+    writeError = failure
+    lock.unlock()
+  }
+
   /// Writes and hashes on whichever thread owns the file at the moment.
   @discardableResult
   private func store(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    guard put(bytes) else { return false }
+    hasher.update(bufferPointer: bytes)
+    return true
+  }
+
+  /// Writes at the end of what was written.
+  private func put(_ bytes: UnsafeRawBufferPointer) -> Bool {
     var offset = 0
     while offset < bytes.count {
       let result = pwrite(descriptor, bytes.baseAddress.map { $0 + offset }, bytes.count - offset, off_t(written))
       if result < 0 {
         if errno == EINTR { continue }
-        let failure = FileSink.failure(errno: errno, doing: "write \(path)")
-        lock.lock()
-        writeError = failure
-        lock.unlock()
+        setFailure(FileSink.failure(errno: errno, doing: "write \(path)"))
         return false
       }
       offset += result
@@ -238,7 +291,6 @@ final class FileSink: BodySink, @unchecked Sendable {
       stored = written
       lock.unlock()
     }
-    hasher.update(bufferPointer: bytes)
     return true
   }
 

@@ -46,13 +46,17 @@ public protocol TransferObserver: AnyObject {
   func transferBecameDownload(_ job: Int)
   /// An attempt failed and will be tried again after `delay`.
   func transferWillRetry(_ job: Int, after delay: Interval, failure: TransferFailure)
-  /// The job ended: it succeeded, or failed for good.
-  func transferCompleted(_ job: Int, outcome: Result<TransferResult, TransferFailure>)
+  /// The job ended: it succeeded, or failed for good. `spent` is the time charged to it against
+  /// `timeouts.resource`, across runs (ms).
+  func transferCompleted(_ job: Int, outcome: Result<TransferResult, TransferFailure>, spent: Int64)
   /// Called about ten times a second with the transfers in flight.
   func transferTick(active: [ActiveTransfer])
   /// Bytes that reached the disk since the last call, for checkpoints (about once a second, and
   /// for every transfer in flight when the run is cancelled).
   func transferCheckpoints(_ checkpoints: [TransferCheckpoint])
+  /// Returns once every earlier call has taken effect. The engine calls it before it starts the
+  /// jobs that come after one that succeeded, so that they find its file in place.
+  func settle()
 }
 
 /// A download's progress on disk, as a checkpoint records it.
@@ -426,7 +430,8 @@ public final class Engine {
     guard !jobs[job].finished else { return }
     jobs[job].finished = true
     remaining -= 1
-    observer?.transferCompleted(job, outcome: outcome)
+    observer?.transferCompleted(job, outcome: outcome, spent: spent(job, now: Self.now()))
+    if case .success = outcome, !jobs[job].dependents.isEmpty { observer?.settle() }
     for dependent in jobs[job].dependents where !jobs[dependent].finished {
       switch outcome {
       case .success:

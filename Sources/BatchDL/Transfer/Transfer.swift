@@ -158,7 +158,7 @@ final class Transfer {
     switch spec.target {
     case .file(let path):
       do {
-        return try FileSink(path: path, keeping: try keptBytes())
+        return try FileSink(path: path, keeping: try keptBytes(), holding: true)
       } catch {
         callbackFailure = error
         return nil
@@ -205,7 +205,9 @@ final class Transfer {
   /// Where the next attempt could continue: the bytes this one wrote, when the response can be
   /// resumed (a strong ETag or a Last-Modified, no content encoding).
   var resumePoint: TransferSpec.Resume? {
-    guard case .file = spec.target, let file = sink as? FileSink, file.count > 0, let validator else { return nil }
+    guard case .file = spec.target, let file = sink as? FileSink, file.isOnDisk, file.count > 0, let validator else {
+      return nil
+    }
     return TransferSpec.Resume(offset: file.count, validator: validator, total: totalLength)
   }
 
@@ -359,7 +361,8 @@ final class Transfer {
       var file: String?
       var body: [UInt8]?
       if let fileSink = sink as? FileSink {
-        file = fileSink.path
+        // A small body stayed in memory: the run writes it into place.
+        if let held = fileSink.heldBody { body = held } else { file = fileSink.path }
       } else if let memory = sink as? MemorySink {
         if let spilled = memory.spilled { file = spilled.path } else { body = memory.body }
       }
