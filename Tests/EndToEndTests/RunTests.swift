@@ -279,6 +279,36 @@ import Testing
     #expect(echoed.header("cookie") == nil)
   }
 
+  /// Handles are reused within a session: nothing of one task's request may reach the next.
+  @Test func aReusedHandleCarriesNothingOfTheTaskBefore() throws {
+    let fixture = try RunFixture()
+    for name in ["first", "second", "third"] { fixture.server.route("/\(name)", .echoHeaders) }
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        main:
+          network: {max_concurrent: 1}
+          tasks:
+            - download: BASE/first
+              headers: {X-Only-First: "yes"}
+            - data: BASE/second
+              method: POST
+              body: "second body"
+            - download: BASE/third
+      """)
+    let result = try fixture.run()
+    #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    #expect(fixture.server.requests(for: "/first").first?.header("x-only-first") == "yes")
+    let second = try #require(fixture.server.requests(for: "/second").first)
+    #expect(second.header("x-only-first") == nil)
+    #expect(second.method == "POST")
+    let third = try #require(fixture.server.requests(for: "/third").first)
+    #expect(third.header("x-only-first") == nil)
+    #expect(third.method == "GET")
+    #expect(third.bodyText.isEmpty)
+  }
+
   @Test func secretsNeverReachReportsEventsOrOutput() throws {
     let fixture = try RunFixture()
     fixture.server.route("/private/data.json", .fixed(.json(200, "{}")))

@@ -121,6 +121,37 @@ import Testing
   }
 }
 
+@Suite struct AtomicFileTests {
+  @Test func aNewFileAppearsWholeWithNothingBeside() throws {
+    let folder = TemporaryDirectory()
+    let path = folder.path + "/new.bin"
+    try AtomicFile.write([1, 2, 3, 4], to: path)
+    #expect(FileManager.default.contents(atPath: path) == Data([1, 2, 3, 4]))
+    #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["new.bin"])
+  }
+
+  @Test func anExistingFileIsReplaced() throws {
+    let folder = TemporaryDirectory()
+    let path = folder.path + "/old.bin"
+    _ = FileManager.default.createFile(atPath: path, contents: Data([9, 9, 9, 9, 9, 9]))
+    try AtomicFile.write([5, 6], to: path)
+    #expect(FileManager.default.contents(atPath: path) == Data([5, 6]))
+    #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["old.bin"])
+  }
+
+  @Test func aSymbolicLinkIsReplacedNotFollowed() throws {
+    let folder = TemporaryDirectory()
+    let target = folder.path + "/target.txt"
+    _ = FileManager.default.createFile(atPath: target, contents: Data("keep".utf8))
+    #expect(symlink(target, folder.path + "/link.txt") == 0)
+    try AtomicFile.write(Array("new".utf8), to: folder.path + "/link.txt")
+    #expect(FileManager.default.contents(atPath: target) == Data("keep".utf8))
+    #expect(FileManager.default.contents(atPath: folder.path + "/link.txt") == Data("new".utf8))
+    var info = stat()
+    #expect(lstat(folder.path + "/link.txt", &info) == 0 && info.st_mode & S_IFMT == S_IFREG)
+  }
+}
+
 @Suite struct ResponseTests {
   @Test func theLastResponseHeadWins() {
     var parser = ResponseHeadParser()

@@ -149,6 +149,7 @@ public enum AtomicFile {
   /// With `makingParent` false, the folder is known to exist.
   public static func write(_ bytes: [UInt8], to path: String, makingParent: Bool = true) throws(SystemError) {
     if makingParent { try makeParent(of: path) }
+    if try writeUnnamed(bytes, to: path) { return }
     let temporary = path + ".batchdl-part"
     let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
     guard fd >= 0 else { throw SystemError("create \(temporary)") }
@@ -172,5 +173,30 @@ public enum AtomicFile {
       unlink(temporary)
       throw error
     }
+  }
+
+  /// `O_TMPFILE` (`__O_TMPFILE | O_DIRECTORY`, 020200000 on Linux), which Swift does not import.
+  private static let unnamedFlag: Int32 = 0o20_200_000
+
+  /// Writes `bytes` into an unnamed file in `path`'s folder (`O_TMPFILE`), then links it in as
+  /// `path`: it appears whole, and the folder changes once (a temporary and a rename change a big
+  /// folder three times). False, with nothing left behind, when the filesystem has no unnamed
+  /// files or something is at `path` already: the caller goes the named way.
+  private static func writeUnnamed(_ bytes: [UInt8], to path: String) throws(SystemError) -> Bool {
+    let fd = open(FileAccess.directory(of: path), unnamedFlag | O_WRONLY | O_CLOEXEC, 0o644)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var offset = 0
+    while offset < bytes.count {
+      let written = bytes.withUnsafeBytes { raw in
+        Glibc.write(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset)
+      }
+      if written < 0 {
+        if errno == EINTR { continue }
+        throw SystemError("write \(path)")
+      }
+      offset += written
+    }
+    return linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0
   }
 }

@@ -124,6 +124,9 @@ public final class Engine {
   /// Per-session cookie engines.
   private var cookies: [Int: SessionCookies] = [:]
   private let cancelled = Flag()
+  /// Reset easy handles of finished transfers, per session: reusing them spares libcurl setting
+  /// up a handle for every small file.
+  private var spareHandles: [Int: [EasyHandle]] = [:]
 
   private struct HeapEntry: Comparable {
     var head: Int
@@ -299,7 +302,8 @@ public final class Engine {
     jobs[job].attempts += 1
     let transfer: Transfer
     do {
-      transfer = try Transfer(job: job, spec: jobs[job].spec, timeout: budget)
+      let spare = spareHandles[jobs[job].spec.sessionKey]?.popLast()
+      transfer = try Transfer(job: job, spec: jobs[job].spec, timeout: budget, easy: spare)
       if let jar = jobs[job].spec.cookieJar {
         let key = jobs[job].spec.sessionKey
         let jarHandle = cookies[key] ?? SessionCookies(jar: jar.isEmpty ? nil : jar)
@@ -377,6 +381,7 @@ public final class Engine {
   private func finish(handle: UnsafeMutableRawPointer, code: CURLcode) {
     guard let transfer = active.removeValue(forKey: handle) else { return }
     multi.remove(transfer.easy)
+    defer { recycle(transfer.easy, session: transfer.spec.sessionKey) }
     let job = transfer.job
     lastSync[job] = nil
     firstSeen[job] = nil
@@ -414,6 +419,13 @@ public final class Engine {
     }
     if case .success = outcome { announce(transfer) }
     complete(job, outcome)
+  }
+
+  /// Keeps a finished transfer's handle for the session's next one (at most `globalLimit` each).
+  private func recycle(_ easy: EasyHandle, session: Int) {
+    guard spareHandles[session, default: []].count < globalLimit else { return }
+    easy.reset()
+    spareHandles[session, default: []].append(easy)
   }
 
   /// Exponential backoff with equal jitter, at least the server's `Retry-After` (capped at an hour).

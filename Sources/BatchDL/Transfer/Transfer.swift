@@ -29,10 +29,11 @@ final class Transfer {
   private(set) var received: Int64 = 0
   private(set) var expected: Int64 = -1
 
-  init(job: Int, spec: TransferSpec, timeout: Interval?) throws {
+  /// `easy`: a handle of an earlier transfer of the same session, reset; nil for a new one.
+  init(job: Int, spec: TransferSpec, timeout: Interval?, easy: EasyHandle? = nil) throws {
     self.job = job
     self.spec = spec
-    easy = try EasyHandle()
+    self.easy = try easy ?? EasyHandle()
     try configure(timeout: timeout)
   }
 
