@@ -124,9 +124,13 @@ struct RunCommand: ParsableCommand {
       }
     }
     do {
-      let status = try Runner(plan: plan, options: options).run()
-      if status != .success { throw ExitCode(status.rawValue) }
-    } catch let error as RunError {
+      let runner = Runner(plan: plan, options: options)
+      let status = try runner.run()
+      // Everything is written: end the process here, without tearing down the plan and the run's
+      // records one object at a time (for a big manifest, a noticeable part of the run).
+      fflush(nil)
+      Glibc.exit(status.rawValue)
+    } catch {
       stderr.write("batchdl: \(error)\n")
       throw ExitCode(error.status.rawValue)
     }

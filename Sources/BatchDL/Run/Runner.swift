@@ -116,6 +116,12 @@ public final class Runner: TransferObserver {
       throw .setup("cannot use the state folder \(stateFolder): \(error)")
     }
     defer { withExtendedLifetime(lock) {} }
+    // Close the databases (their WAL folded back in) when the run ends: the command exits without
+    // tearing the runner down.
+    defer {
+      store = nil
+      caches.removeAll()
+    }
     if let path = options.eventsPath {
       do {
         eventLog = try EventLog(path: path)
