@@ -81,6 +81,7 @@ import Testing
             - download: BASE/small/\(index).txt
               id: get-\(index)
               to: got/\(index).txt
+              sha256: \(SHA256Digest.hex(Array("body \(index)\n".utf8)))
             - upload: BASE/back/\(index)
               from: got/\(index).txt
               after: get-\(index)
@@ -97,8 +98,11 @@ import Testing
       """)
     let result = try fixture.run()
     #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    let report = try fixture.tasks()
     for index in 0..<12 {
       #expect(fixture.server.requests(for: "/back/\(index)").first?.bodyText == "body \(index)\n")
+      // A small body is hashed where it is placed: the report still has its digest.
+      #expect(report["get-\(index)"]?["sha256"] as? String == SHA256Digest.hex(Array("body \(index)\n".utf8)))
     }
   }
 

@@ -540,7 +540,8 @@ public final class Runner: TransferObserver {
         unchanged.source = "not-modified"
         record(unchanged)
       }
-    case .success(let result):
+    case .success(let received):
+      let result = received.withDigest()
       if let cache = cache(for: request), let body = result.body {
         var head = result.head
         // The body is stored as received by the task: decoded, at its own length.

@@ -21,11 +21,12 @@ protocol BodySink: AnyObject {
 /// Writes a body into a partial file with `pwrite` and hashes it.
 ///
 /// A sink made `holding` keeps a fresh body in memory until it outgrows 64 KiB, and creates the
-/// file only then: a small file's body is handed over whole (`heldBody`) and written where the run
-/// places it, off the engine's thread. Past that, the first MiB is written on the engine thread; past that, the bytes are gathered into a few
-/// reusable 256 KiB buffers that a serial queue of the sink's own writes and hashes, so that a large
-/// download's hashing overlaps the network instead of slowing it. When every buffer is in flight the
-/// engine waits (back-pressure), so memory stays at `bufferCount` buffers per sink.
+/// file only then: a small file's body is handed over whole (`heldBody`), then hashed and written
+/// where the run places it, off the engine's thread. Past that, the first MiB is written on the
+/// engine thread; after it, the bytes are gathered into a few reusable 256 KiB buffers that a
+/// serial queue of the sink's own writes and hashes, so that a large download's hashing overlaps
+/// the network instead of slowing it. When every buffer is in flight the engine waits
+/// (back-pressure), so memory stays at `bufferCount` buffers per sink.
 final class FileSink: BodySink, @unchecked Sendable {
   let path: String
   /// The partial file, or -1 while the body is held in memory.
@@ -199,10 +200,10 @@ final class FileSink: BodySink, @unchecked Sendable {
         kept.append(contentsOf: bytes)
         held = kept
         count += Int64(bytes.count)
-        hasher.update(bufferPointer: bytes)
         return true
       }
-      // Outgrown: create the file and write what was held (already hashed).
+      // Outgrown: hash what was held, create the file and write it there.
+      kept.withUnsafeBytes { hasher.update(bufferPointer: $0) }
       do {
         descriptor = try Self.open(path, truncating: true)
       } catch {
@@ -294,7 +295,9 @@ final class FileSink: BodySink, @unchecked Sendable {
     return true
   }
 
+  /// A held body's SHA-256 is left empty: whoever takes `heldBody` hashes it (off the engine's thread).
   func finish() -> Result<(size: Int64, sha256: String), TransferFailure> {
+    if held != nil { return .success((count, "")) }
     if filled > 0 { submit() }
     queue?.sync {}
     if let failure { return .failure(failure) }

@@ -1,3 +1,5 @@
+import Crypto
+
 /// Everything the engine needs to send one request and keep its response: no manifest, no plan.
 public struct TransferSpec: Sendable {
   public enum Body: Sendable {
@@ -132,7 +134,8 @@ public struct TransferSpec: Sendable {
 public struct TransferResult: Sendable {
   public var head: ResponseHead
   public var size: Int64
-  /// Lower-case hex SHA-256 of the body.
+  /// Lower-case hex SHA-256 of the body; empty for a small download's body kept in memory, which
+  /// `withDigest()` hashes off the engine's thread.
   public var sha256: String
   /// The partial file holding the body, when it went to a file.
   public var file: String?
@@ -146,6 +149,14 @@ public struct TransferResult: Sendable {
   public var resumedFrom: Int64 = 0
   /// The server answered 304 to a conditional request: nothing was transferred.
   public var notModified = false
+
+  /// The result with `sha256` computed from `body` where the engine left that to the run.
+  public func withDigest() -> TransferResult {
+    guard sha256.isEmpty, !notModified, let body else { return self }
+    var result = self
+    result.sha256 = SHA256.hash(data: body).hexString
+    return result
+  }
 }
 
 /// Why a transfer failed, with a stable code for reports (`http-404`, `timeout`, `connect`...).
