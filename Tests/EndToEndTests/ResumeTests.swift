@@ -68,6 +68,7 @@ import Testing
     #expect(
       fixture.events().contains { $0["event"] as? String == "resumed" }, "\(fixture.folder.read("events.jsonl") ?? "")")
     #expect(!fixture.folder.exists("big.bin.batchdl-part"))
+    #expect(checkpointBytes(fixture) == 0)
   }
 
   @Test func interruptedRunExits3AndResumes() throws {
@@ -79,6 +80,8 @@ import Testing
     #expect(status == 3)
     #expect(try fixture.tasks()["big.bin"]?["outcome"] as? String == "cancelled")
     #expect(!fixture.folder.exists("big.bin"))
+    let state = fixture.folder.path + "/.batchdl"
+    #expect(try StateStore.open(folder: state, readOnly: true)?.budgets().isEmpty == false)
     fixture.server.route("/big.bin", .file(FileResource(body: body, etag: .strong("v1"))))
     fixture.server.clearLog()
     let result = try fixture.run()
@@ -86,6 +89,9 @@ import Testing
     let intact = fixture.holds("big.bin", body)
     #expect(intact)
     #expect((rangeOffset(fixture.server.requests(for: "/big.bin").first) ?? 0) > 0)
+    // The finished request's checkpoint and time budget are gone from the state.
+    #expect(checkpointBytes(fixture) == 0)
+    #expect(try StateStore.open(folder: state, readOnly: true)?.budgets().isEmpty == true)
   }
 
   @Test func aFileChangedUpstreamIsFetchedWholeNeverSpliced() throws {

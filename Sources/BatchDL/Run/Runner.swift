@@ -553,7 +553,10 @@ public final class Runner: TransferObserver {
         }
       }
       place(result, for: tasks, request: request)
-      pendingRemovals.append(key)
+      // Only a request with a checkpoint or a budget has rows to remove (most have none).
+      if prior.checkpoints[key] != nil || prior.budgets[key] != nil || hasCheckpoint(job) {
+        pendingRemovals.append(key)
+      }
     }
     flushStore()
   }
