@@ -72,9 +72,6 @@ final class Transfer {
     try easy.setCallback(CURLOPT_WRITEFUNCTION, Transfer.writeCallback)
     try easy.set(CURLOPT_HEADERDATA, pointer: context)
     try easy.setCallback(CURLOPT_HEADERFUNCTION, Transfer.headerCallback)
-    try easy.set(CURLOPT_NOPROGRESS, 0)
-    try easy.set(CURLOPT_XFERINFODATA, pointer: context)
-    try easy.setProgressCallback(Transfer.progressCallback)
 
     var headers = spec.headers
     if let resume = spec.resume {
@@ -299,8 +296,6 @@ final class Transfer {
     transfer.uploadOffset = Int64(offset)
     return ccurl_seekfunc_ok
   }
-
-  private static let progressCallback: ccurl_xferinfo_callback = { _, _, _, _, _ in 0 }
 
   // MARK: - Outcome
 
