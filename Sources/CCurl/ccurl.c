@@ -33,6 +33,10 @@ CURLcode ccurl_easy_setopt_data_callback(CURL *handle, CURLoption option,
   return curl_easy_setopt(handle, option, value);
 }
 
+CURLcode ccurl_easy_setopt_xferinfo_callback(CURL *handle, ccurl_xferinfo_callback value) {
+  return curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, value);
+}
+
 CURLcode ccurl_easy_setopt_seek_callback(CURL *handle, ccurl_seek_callback value) {
   return curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, value);
 }

@@ -105,6 +105,10 @@ final class EasyHandle {
     try check(ccurl_easy_setopt_data_callback(raw, option, callback), "callback \(option.rawValue)")
   }
 
+  func setProgressCallback(_ callback: ccurl_xferinfo_callback) throws(CurlSetupError) {
+    try check(ccurl_easy_setopt_xferinfo_callback(raw, callback), "the progress callback")
+  }
+
   func setSeekCallback(_ callback: ccurl_seek_callback) throws(CurlSetupError) {
     try check(ccurl_easy_setopt_seek_callback(raw, callback), "the seek callback")
   }

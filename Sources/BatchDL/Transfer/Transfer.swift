@@ -72,6 +72,11 @@ final class Transfer {
     try easy.setCallback(CURLOPT_WRITEFUNCTION, Transfer.writeCallback)
     try easy.set(CURLOPT_HEADERDATA, pointer: context)
     try easy.setCallback(CURLOPT_HEADERFUNCTION, Transfer.headerCallback)
+    // The callback does nothing, but keep it: without one, libcurl 7.88 took the 1 GiB benchmark
+    // in 1.6 s instead of 1.0 s (its system time nearly doubled).
+    try easy.set(CURLOPT_NOPROGRESS, 0)
+    try easy.set(CURLOPT_XFERINFODATA, pointer: context)
+    try easy.setProgressCallback(Transfer.progressCallback)
 
     var headers = spec.headers
     if let resume = spec.resume {
@@ -296,6 +301,8 @@ final class Transfer {
     transfer.uploadOffset = Int64(offset)
     return ccurl_seekfunc_ok
   }
+
+  private static let progressCallback: ccurl_xferinfo_callback = { _, _, _, _, _ in 0 }
 
   // MARK: - Outcome
 

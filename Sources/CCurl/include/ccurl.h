@@ -11,6 +11,8 @@
 
 /* Callback signatures, named so that Swift sees them as @convention(c) types. */
 typedef size_t (*ccurl_data_callback)(char *buffer, size_t size, size_t count, void *context);
+typedef int (*ccurl_xferinfo_callback)(void *context, curl_off_t dltotal, curl_off_t dlnow,
+                                       curl_off_t ultotal, curl_off_t ulnow);
 typedef int (*ccurl_seek_callback)(void *context, curl_off_t offset, int origin);
 typedef int (*ccurl_sockopt_callback)(void *context, curl_socket_t fd, curlsocktype purpose);
 typedef int (*ccurl_debug_callback)(CURL *handle, curl_infotype type, char *data, size_t size,
@@ -30,6 +32,7 @@ CURLcode ccurl_easy_setopt_slist(CURL *handle, CURLoption option, struct curl_sl
 CURLcode ccurl_easy_setopt_mime(CURL *handle, curl_mime *value);
 CURLcode ccurl_easy_setopt_data_callback(CURL *handle, CURLoption option,
                                          ccurl_data_callback value);
+CURLcode ccurl_easy_setopt_xferinfo_callback(CURL *handle, ccurl_xferinfo_callback value);
 CURLcode ccurl_easy_setopt_seek_callback(CURL *handle, ccurl_seek_callback value);
 CURLcode ccurl_easy_setopt_sockopt_callback(CURL *handle, ccurl_sockopt_callback value);
 CURLcode ccurl_easy_setopt_debug_callback(CURL *handle, ccurl_debug_callback value);
