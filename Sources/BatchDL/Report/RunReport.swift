@@ -153,19 +153,11 @@ public enum AtomicFile {
     let temporary = path + ".batchdl-part"
     let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
     guard fd >= 0 else { throw SystemError("create \(temporary)") }
-    var offset = 0
-    while offset < bytes.count {
-      let written = bytes.withUnsafeBytes { raw in
-        Glibc.write(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset)
-      }
-      if written < 0 {
-        if errno == EINTR { continue }
-        let error = SystemError("write \(temporary)")
-        close(fd)
-        unlink(temporary)
-        throw error
-      }
-      offset += written
+    guard writeAll(bytes, to: fd) else {
+      let error = SystemError("write \(temporary)")
+      close(fd)
+      unlink(temporary)
+      throw error
     }
     close(fd)
     guard rename(temporary, path) == 0 else {
@@ -173,6 +165,22 @@ public enum AtomicFile {
       unlink(temporary)
       throw error
     }
+  }
+
+  /// Writes all of `bytes` (retrying interrupted writes); false with `errno` set on failure.
+  private static func writeAll(_ bytes: [UInt8], to fd: Int32) -> Bool {
+    var offset = 0
+    while offset < bytes.count {
+      let written = bytes.withUnsafeBytes { raw in
+        Glibc.write(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset)
+      }
+      if written < 0 {
+        if errno == EINTR { continue }
+        return false
+      }
+      offset += written
+    }
+    return true
   }
 
   /// `O_TMPFILE` (`__O_TMPFILE | O_DIRECTORY`, 020200000 on Linux), which Swift does not import.
@@ -186,17 +194,7 @@ public enum AtomicFile {
     let fd = open(FileAccess.directory(of: path), unnamedFlag | O_WRONLY | O_CLOEXEC, 0o644)
     guard fd >= 0 else { return false }
     defer { close(fd) }
-    var offset = 0
-    while offset < bytes.count {
-      let written = bytes.withUnsafeBytes { raw in
-        Glibc.write(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset)
-      }
-      if written < 0 {
-        if errno == EINTR { continue }
-        throw SystemError("write \(path)")
-      }
-      offset += written
-    }
+    guard writeAll(bytes, to: fd) else { throw SystemError("write \(path)") }
     return linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0
   }
 }
