@@ -146,10 +146,14 @@ public enum AtomicFile {
     try write(Array(contents.utf8), to: path)
   }
 
-  /// With `makingParent` false, the folder is known to exist.
-  public static func write(_ bytes: [UInt8], to path: String, makingParent: Bool = true) throws(SystemError) {
+  /// With `makingParent` false, the folder is known to exist. Returns the written file's size and
+  /// modification time (as `FileAccess.status` would read them back).
+  @discardableResult
+  public static func write(
+    _ bytes: [UInt8], to path: String, makingParent: Bool = true
+  ) throws(SystemError) -> (size: Int64, modified: Int64)? {
     if makingParent { try makeParent(of: path) }
-    if try writeUnnamed(bytes, to: path) { return }
+    if let written = try writeUnnamed(bytes, to: path) { return written }
     let temporary = path + ".batchdl-part"
     let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
     guard fd >= 0 else { throw SystemError("create \(temporary)") }
@@ -159,12 +163,14 @@ public enum AtomicFile {
       unlink(temporary)
       throw error
     }
+    let status = FileAccess.status(descriptor: fd)
     close(fd)
     guard rename(temporary, path) == 0 else {
       let error = SystemError("rename \(temporary) to \(path)")
       unlink(temporary)
       throw error
     }
+    return status
   }
 
   /// Writes all of `bytes` (retrying interrupted writes); false with `errno` set on failure.
@@ -185,16 +191,38 @@ public enum AtomicFile {
 
   /// `O_TMPFILE` (`__O_TMPFILE | O_DIRECTORY`, 020200000 on Linux), which Swift does not import.
   private static let unnamedFlag: Int32 = 0o20_200_000
+  /// `AT_EMPTY_PATH` (0x1000 on Linux), which Glibc only declares for _GNU_SOURCE.
+  private static let emptyPathFlag: Int32 = 0x1000
 
   /// Writes `bytes` into an unnamed file in `path`'s folder (`O_TMPFILE`), then links it in as
   /// `path`: it appears whole, and the folder changes once (a temporary and a rename change a big
-  /// folder three times). False, with nothing left behind, when the filesystem has no unnamed
+  /// folder three times). Nil, with nothing left behind, when the filesystem has no unnamed
   /// files or something is at `path` already: the caller goes the named way.
-  private static func writeUnnamed(_ bytes: [UInt8], to path: String) throws(SystemError) -> Bool {
+  private static func writeUnnamed(
+    _ bytes: [UInt8], to path: String
+  ) throws(SystemError) -> (size: Int64, modified: Int64)? {
     let fd = open(FileAccess.directory(of: path), unnamedFlag | O_WRONLY | O_CLOEXEC, 0o644)
-    guard fd >= 0 else { return false }
+    guard fd >= 0 else { return nil }
     defer { close(fd) }
     guard writeAll(bytes, to: fd) else { throw SystemError("write \(path)") }
+    let status = FileAccess.status(descriptor: fd)
+    guard link(fd, to: path) else { return nil }
+    return status ?? FileAccess.status(path)
+  }
+
+  /// Links an unnamed file in as `path`. By its descriptor where the kernel lets the process that
+  /// made the file do so (Linux 6.10 and later, or with CAP_DAC_READ_SEARCH); else through
+  /// `/proc/self/fd`, which costs a path walk through procfs.
+  private static func link(_ fd: Int32, to path: String) -> Bool {
+    if !descriptorLinksRefused.isSet {
+      if linkat(fd, "", AT_FDCWD, path, emptyPathFlag) == 0 { return true }
+      guard errno == ENOENT || errno == EPERM || errno == EINVAL else { return false }
+      // An older kernel answers ENOENT, as for a missing folder: tell the two apart.
+      if errno != ENOENT || access(FileAccess.directory(of: path), F_OK) == 0 { descriptorLinksRefused.set() }
+    }
     return linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0
   }
+
+  /// Set once the kernel refused to link by descriptor in this process.
+  private static let descriptorLinksRefused = Flag()
 }

@@ -1,50 +1,124 @@
-import Dispatch
+import Foundation
 
-/// Hands the engine's calls to an observer on a serial queue of its own, in order, so that the
-/// engine's thread goes back to the network at once while the observer places files, writes the
-/// state and draws progress on another core.
+/// Hands the engine's calls to an observer on a thread of its own, in order, so that the engine's
+/// thread goes back to the network at once while the observer places files, writes the state and
+/// draws progress on another core.
 ///
-/// The observer is only ever called on the relay's queue; `settle()` waits for it to catch up.
+/// The engine does not wake that thread for each call: a run of small files finishes thousands of
+/// transfers a second, and a wake-up each (two context switches) cost the engine more than the
+/// call itself. The thread takes what has gathered every few milliseconds, or at once when the
+/// engine waits for it (`settle()`, or a full backlog).
+///
+/// The observer is only ever called on the relay's thread; `settle()` waits for it to catch up and
+/// `stop()` ends the thread.
 final class ObserverRelay: TransferObserver, @unchecked Sendable {
   private let observer: TransferObserver
-  private let queue = DispatchQueue(label: "batchdl.run")
-  /// Completions handed over and not yet taken: each may carry a small file's body, so the engine
-  /// waits when the observer falls this far behind (a slow disk), and memory stays bounded.
-  private let backlog = DispatchSemaphore(value: 256)
+  /// Guards everything below, and signals both ways: work for the thread, progress for the engine.
+  private let condition = NSCondition()
+  private var pending: [() -> Void] = []
+  /// Calls handed over, and calls carried out, since the start.
+  private var handedOver = 0
+  private var done = 0
+  /// Set when the engine waits: the thread takes the pending calls without pausing.
+  private var urgent = false
+  private var stopping = false
+  private var running = true
+  /// Calls handed over and not yet carried out: completions may carry a small file's body each,
+  /// so the engine waits when the observer falls this far behind (a slow disk), and memory stays
+  /// bounded.
+  private static let backlog = 256
+  /// How long the thread lets calls gather before it takes them.
+  private static let gathering: TimeInterval = 0.005
 
   init(_ observer: TransferObserver) {
     self.observer = observer
+    let thread = Thread { [self] in serve() }
+    thread.name = "batchdl.run"
+    thread.stackSize = 8 << 20
+    thread.start()
+  }
+
+  private func serve() {
+    var batch: [() -> Void] = []
+    condition.lock()
+    while true {
+      if pending.isEmpty {
+        if stopping { break }
+        if !urgent { _ = condition.wait(until: Date(timeIntervalSinceNow: Self.gathering)) }
+        urgent = false
+        continue
+      }
+      swap(&batch, &pending)
+      condition.unlock()
+      for call in batch { call() }
+      let count = batch.count
+      batch.removeAll(keepingCapacity: true)
+      condition.lock()
+      done += count
+      condition.broadcast()
+    }
+    running = false
+    condition.broadcast()
+    condition.unlock()
+  }
+
+  private func hand(_ call: @escaping () -> Void) {
+    condition.lock()
+    while handedOver - done >= Self.backlog {
+      urgent = true
+      condition.broadcast()
+      condition.wait()
+    }
+    pending.append(call)
+    handedOver += 1
+    condition.unlock()
   }
 
   func transferReceivedResponse(_ job: Int, head: ResponseHead) {
-    queue.async { self.observer.transferReceivedResponse(job, head: head) }
+    hand { self.observer.transferReceivedResponse(job, head: head) }
   }
 
+  var wantsResponses: Bool { observer.wantsResponses }
+
   func transferBecameDownload(_ job: Int) {
-    queue.async { self.observer.transferBecameDownload(job) }
+    hand { self.observer.transferBecameDownload(job) }
   }
 
   func transferWillRetry(_ job: Int, after delay: Interval, failure: TransferFailure) {
-    queue.async { self.observer.transferWillRetry(job, after: delay, failure: failure) }
+    hand { self.observer.transferWillRetry(job, after: delay, failure: failure) }
   }
 
   func transferCompleted(_ job: Int, outcome: Result<TransferResult, TransferFailure>, spent: Int64) {
-    backlog.wait()
-    queue.async {
-      self.observer.transferCompleted(job, outcome: outcome, spent: spent)
-      self.backlog.signal()
-    }
+    hand { self.observer.transferCompleted(job, outcome: outcome, spent: spent) }
   }
 
   func transferTick(active: [ActiveTransfer]) {
-    queue.async { self.observer.transferTick(active: active) }
+    hand { self.observer.transferTick(active: active) }
   }
 
   func transferCheckpoints(_ checkpoints: [TransferCheckpoint]) {
-    queue.async { self.observer.transferCheckpoints(checkpoints) }
+    hand { self.observer.transferCheckpoints(checkpoints) }
   }
 
+  /// Returns once every call handed over so far has been carried out.
   func settle() {
-    queue.sync {}
+    condition.lock()
+    let target = handedOver
+    while done < target && running {
+      urgent = true
+      condition.broadcast()
+      condition.wait()
+    }
+    condition.unlock()
+  }
+
+  /// Carries out what is pending, then ends the thread. No call may follow.
+  func stop() {
+    condition.lock()
+    stopping = true
+    urgent = true
+    condition.broadcast()
+    while running { condition.wait() }
+    condition.unlock()
   }
 }

@@ -49,6 +49,8 @@ public struct PriorState: Sendable {
       return (.send, "data task: the HTTP cache decides (cache.policy \(session.cache.policy.rawValue))")
     }
     if session.kind == .ephemeral { return (.send, "ephemeral session: nothing is kept between runs") }
+    // A first run (or a request never fetched) has nothing to compare: no key or task id to make.
+    if results.isEmpty && checkpoints.isEmpty { return (.send, "not fetched before") }
     let key = request.key.description
     var reason: String?
     var validators: StoredResult?
@@ -105,7 +107,8 @@ public struct PriorState: Sendable {
   /// A usable checkpoint for `request`: its partial file is where this plan puts it and holds at
   /// least the checkpointed bytes.
   public func resumePoint(for request: PlannedRequest, in plan: Plan) -> Checkpoint? {
-    guard let point = checkpoints[request.key.description], point.durable > 0, point.validator != nil,
+    guard !checkpoints.isEmpty, let point = checkpoints[request.key.description], point.durable > 0,
+      point.validator != nil,
       let expected = PriorState.partialPath(for: request, in: plan), point.partial == expected,
       let info = FileAccess.status(point.partial), info.size >= point.durable
     else { return nil }

@@ -142,8 +142,10 @@ public final class Runner: TransferObserver {
       for task in plan.tasks(of: plan.requests[Int(index)]) { pendingPerSession[Int(task.session), default: 0] += 1 }
     }
     report.requests = requests.count
+    report.results.reserveCapacity(pendingPerSession.values.reduce(0, +))
 
     var jobs: [TransferJob] = []
+    jobs.reserveCapacity(requests.count)
     var jobOfRequest: [Int32: Int] = [:]
     for index in requests {
       let request = plan.requests[Int(index)]
@@ -181,20 +183,21 @@ public final class Runner: TransferObserver {
       let request = plan.requests[Int(index)]
       // A dependency that is unchanged is already satisfied.
       let dependencies = request.dependencies.compactMap { jobOfRequest[$0] }
-      var spec = spec(for: request)
+      var (spec, owner) = spec(for: request)
       var failure: TransferFailure?
-      do throws(TransferFailure) {
-        try prepareTarget(spec.target, for: request)
-      } catch {
-        failure = error
+      if let owner {
+        do throws(TransferFailure) {
+          try prepare(owner.path, for: owner.task)
+        } catch {
+          failure = error
+        }
       }
-      let key = request.key.description
       switch actions[index] {
       case .resume?:
         if let point = prior.resumePoint(for: request, in: plan), let validator = point.validator {
           spec.resume = .init(offset: point.durable, validator: validator, total: point.total)
         }
-        spec.spentBefore = prior.budgets[key]?.spent ?? 0
+        spec.spentBefore = spentBefore(request)
       case .revalidate?:
         if let cached = revalidating[index] {
           spec.conditional = .init(etag: cached.etag, lastModified: cached.lastModified)
@@ -203,7 +206,7 @@ public final class Runner: TransferObserver {
           spec.conditional = .init(etag: stored?.etag, lastModified: stored?.lastModified)
         }
       default:
-        spec.spentBefore = prior.budgets[key]?.spent ?? 0
+        spec.spentBefore = spentBefore(request)
       }
       var job = TransferJob(spec: spec, dependencies: dependencies, failure: failure)
       job.admission = admission(for: request)
@@ -211,10 +214,10 @@ public final class Runner: TransferObserver {
     }
     let handler = InterruptHandler { [interrupted] in interrupted.set() }
     // The run's bookkeeping (placing files, the report, the state, progress) goes on beside the
-    // engine's thread, on the relay's queue, so that the network never waits for the disk.
+    // engine's thread, on the relay's thread, so that the network never waits for the disk.
     let relay = ObserverRelay(self)
     do {
-      defer { relay.settle() }
+      defer { relay.stop() }
       let engine = try Engine(jobs: jobs, globalLimit: options.jobs ?? globalLimit(), observer: relay)
       self.engine = engine
       let canceller = engine.canceller
@@ -241,7 +244,8 @@ public final class Runner: TransferObserver {
     flushStore(force: true)
     cleanEphemeralPartials()
     report.seconds = Double(Engine.now() &- start) / 1000
-    display.finish(summary: report.summary)
+    let summary = report.summary
+    display.finish(summary: summary)
     eventLog?.flush()
     do {
       if let path = options.reportPath { try AtomicFile.write(report.json(timings: options.timings), to: path) }
@@ -251,7 +255,7 @@ public final class Runner: TransferObserver {
     }
     if cancelled { return .interrupted }
     runFinishedHooks()
-    return report.summary.failed > 0 ? .taskFailed : .success
+    return summary.failed > 0 ? .taskFailed : .success
   }
 
   /// Sessions of this run, in manifest order.
@@ -352,11 +356,15 @@ public final class Runner: TransferObserver {
   }
 
   /// Remembers a task's result for the next run.
-  private func remember(_ task: PlannedTask, _ result: TaskResult, request: PlannedRequest, head: ResponseHead?) {
+  /// `written`: the file's size and time as the run wrote it, when known (else they are read back).
+  private func remember(
+    _ task: PlannedTask, _ result: TaskResult, request: PlannedRequest, head: ResponseHead?,
+    written: (size: Int64, modified: Int64)? = nil
+  ) {
     guard persists(request) else { return }
     let destination = plan.destination(of: task).map(absolute)
-    let info = result.outcome == .completed ? destination.flatMap(FileAccess.status) : nil
-    let previous = prior.results[plan.id(of: task)]
+    let info = result.outcome == .completed ? written ?? destination.flatMap(FileAccess.status) : nil
+    let previous = prior.results.isEmpty ? nil : prior.results[plan.id(of: task)]
     pendingResults.append(
       StoredResult(
         taskID: plan.id(of: task), requestKey: request.key.description, destination: destination,
@@ -385,7 +393,14 @@ public final class Runner: TransferObserver {
 
   static func partialPath(_ destination: String) -> String { destination + ".batchdl-part" }
 
-  private func spec(for request: PlannedRequest) -> TransferSpec {
+  /// Time earlier runs charged to a request against `timeouts.resource` (ms).
+  private func spentBefore(_ request: PlannedRequest) -> Int64 {
+    prior.budgets.isEmpty ? 0 : prior.budgets[request.key.description]?.spent ?? 0
+  }
+
+  /// The request's transfer, and the task whose destination its body goes to (with that
+  /// destination's absolute path), when it goes to a file.
+  private func spec(for request: PlannedRequest) -> (TransferSpec, owner: (task: PlannedTask, path: String)?) {
     let session = session(of: request)
     let tasks = plan.tasks(of: request)
     let first = tasks[0]
@@ -410,16 +425,20 @@ public final class Runner: TransferObserver {
       }
     }
     let target: TransferSpec.Target
-    if let owner = tasks.first(where: { $0.kind != .data && !$0.to.isNone }), let to = plan.destination(of: owner) {
-      target = .file(Self.partialPath(absolute(to)))
+    var owner: (task: PlannedTask, path: String)?
+    if let first = tasks.first(where: { $0.kind != .data && !$0.to.isNone }), let to = plan.destination(of: first) {
+      let path = absolute(to)
+      owner = (first, path)
+      target = .file(Self.partialPath(path))
     } else if let spiller = tasks.first(where: { becomeDownload(of: $0) != nil }),
       let rule = becomeDownload(of: spiller),
       let to = plan.destination(of: spiller)
     {
+      let path = absolute(to)
+      owner = (spiller, path)
       target = .memory(
         limit: Self.dataMemoryLimit,
-        spill: .init(contentTypes: rule.contentTypes, largerThan: rule.largerThan, path: Self.partialPath(absolute(to)))
-      )
+        spill: .init(contentTypes: rule.contentTypes, largerThan: rule.largerThan, path: Self.partialPath(path)))
     } else {
       target = .memory(limit: Self.dataMemoryLimit, spill: nil)
     }
@@ -430,9 +449,14 @@ public final class Runner: TransferObserver {
       hostKey: plan.hosts[Int(request.host)], hostLimit: session.network.maxConnectionsPerHost,
       sessionKey: Int(request.session), sessionLimit: session.network.maxConcurrent, insecure: session.insecure)
     spec.decodeContent = tasks.allSatisfy { $0.kind == .data }
-    spec.cookieJar = session.kind == .ephemeral ? "" : stateFolder + "/cookies/\(session.name).txt"
+    spec.cookieJar = cookieJars[Int(request.session)]
     spec.waitsForConnectivity = session.network.waitsForConnectivity
-    return spec
+    return (spec, owner)
+  }
+
+  /// Each session's cookie jar: empty for an ephemeral session (cookies in memory only).
+  private lazy var cookieJars: [String] = plan.manifest.sessions.map {
+    $0.kind == .ephemeral ? "" : stateFolder + "/cookies/\($0.name).txt"
   }
 
   private func becomeDownload(of task: PlannedTask) -> BecomeDownload? {
@@ -442,8 +466,9 @@ public final class Runner: TransferObserver {
 
   // MARK: - Events
 
-  private func emit(_ event: RunEvent) {
-    eventLog?.record(event)
+  /// The event is only made when there is an event log.
+  private func emit(_ event: @autoclosure () -> RunEvent) {
+    eventLog?.record(event())
   }
 
   private func id(_ task: PlannedTask) -> String { redactor.text(plan.id(of: task)) }
@@ -459,6 +484,9 @@ public final class Runner: TransferObserver {
       if let resumedFrom { emit(.resumed(task: id(task), offset: resumedFrom)) }
     }
   }
+
+  /// Response heads only make events.
+  public var wantsResponses: Bool { eventLog != nil }
 
   public func transferBecameDownload(_ job: Int) {
     for task in plan.tasks(of: request(ofJob: job)) where becomeDownload(of: task) != nil {
@@ -660,9 +688,9 @@ public final class Runner: TransferObserver {
   /// then the owner's partial file is renamed into place; the partial file never stays behind.
   private func place(_ result: TransferResult, for tasks: [PlannedTask], request: PlannedRequest) {
     var owner: (task: PlannedTask, path: String, outcome: TaskResult)?
-    func record(_ task: PlannedTask, _ outcome: TaskResult) {
+    func record(_ task: PlannedTask, _ outcome: TaskResult, written: (size: Int64, modified: Int64)? = nil) {
       self.record(outcome)
-      remember(task, outcome, request: request, head: result.head)
+      remember(task, outcome, request: request, head: result.head, written: written)
     }
     for (index, task) in tasks.enumerated() {
       var outcome = base(task)
@@ -689,17 +717,18 @@ public final class Runner: TransferObserver {
       }
       do throws(TransferFailure) {
         try prepare(path, for: task)
+        var written: (size: Int64, modified: Int64)?
         if let source = result.file {
           try Self.copy(source, to: path)
         } else {
           do {
-            try AtomicFile.write(result.body ?? [], to: path, makingParent: false)
+            written = try AtomicFile.write(result.body ?? [], to: path, makingParent: false)
           } catch {
             throw FileSink.failure(errno: error.code, doing: "write \(destination)")
           }
         }
         emit(.finished(task: outcome.id, to: outcome.to ?? ""))
-        record(task, outcome)
+        record(task, outcome, written: written)
       } catch {
         record(task, failed(task, TransferFailure(code: error.code, message: error.message, attempts: result.attempts)))
       }
@@ -723,20 +752,6 @@ public final class Runner: TransferObserver {
   }
 
   /// Creates the folders of the file a request's body goes to, before anything is sent.
-  private func prepareTarget(_ target: TransferSpec.Target, for request: PlannedRequest) throws(TransferFailure) {
-    let partial: String
-    switch target {
-    case .file(let path): partial = path
-    case .memory(_, let spill?): partial = spill.path
-    case .memory(_, nil): return
-    }
-    let path = String(partial.dropLast(".batchdl-part".count))
-    guard let owner = plan.tasks(of: request).first(where: { plan.destination(of: $0).map(absolute) == path }) else {
-      return
-    }
-    try prepare(path, for: owner)
-  }
-
   private func prepare(_ path: String, for task: PlannedTask) throws(TransferFailure) {
     // Folders already made and checked in this run need neither again (10,000 files, one folder).
     let parent = FileAccess.directory(of: path)

@@ -61,7 +61,19 @@ public enum FileAccess {
   /// exist or is not a regular file.
   public static func status(_ path: String) -> (size: Int64, modified: Int64)? {
     var info = stat()
-    guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+    guard stat(path, &info) == 0 else { return nil }
+    return status(of: info)
+  }
+
+  /// The same for an open file.
+  public static func status(descriptor: Int32) -> (size: Int64, modified: Int64)? {
+    var info = stat()
+    guard fstat(descriptor, &info) == 0 else { return nil }
+    return status(of: info)
+  }
+
+  private static func status(of info: stat) -> (size: Int64, modified: Int64)? {
+    guard (info.st_mode & S_IFMT) == S_IFREG else { return nil }
     return (Int64(info.st_size), Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
   }
 

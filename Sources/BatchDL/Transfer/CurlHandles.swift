@@ -64,9 +64,10 @@ final class EasyHandle {
     return detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
   }
 
-  private func check(_ code: CURLcode, _ what: String) throws(CurlSetupError) {
+  /// `what` is only put into words when the call failed: transfers set dozens of options each.
+  private func check(_ code: CURLcode, _ what: @autoclosure () -> String) throws(CurlSetupError) {
     guard code == CURLE_OK else {
-      throw CurlSetupError(message: "libcurl refused \(what): \(String(cString: curl_easy_strerror(code)))")
+      throw CurlSetupError(message: "libcurl refused \(what()): \(String(cString: curl_easy_strerror(code)))")
     }
   }
 
@@ -164,9 +165,9 @@ final class MultiHandle {
     curl_multi_cleanup(raw)
   }
 
-  private func check(_ code: CURLMcode, _ what: String) throws(CurlSetupError) {
+  private func check(_ code: CURLMcode, _ what: @autoclosure () -> String) throws(CurlSetupError) {
     guard code == CURLM_OK else {
-      throw CurlSetupError(message: "libcurl failed to \(what): \(String(cString: curl_multi_strerror(code)))")
+      throw CurlSetupError(message: "libcurl failed to \(what()): \(String(cString: curl_multi_strerror(code)))")
     }
   }
 

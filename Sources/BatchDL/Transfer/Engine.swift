@@ -57,6 +57,12 @@ public protocol TransferObserver: AnyObject {
   /// Returns once every earlier call has taken effect. The engine calls it before it starts the
   /// jobs that come after one that succeeded, so that they find its file in place.
   func settle()
+  /// Whether `transferReceivedResponse` is wanted at all (read once, when the engine starts).
+  var wantsResponses: Bool { get }
+}
+
+extension TransferObserver {
+  public var wantsResponses: Bool { true }
 }
 
 /// A download's progress on disk, as a checkpoint records it.
@@ -124,6 +130,8 @@ public final class Engine {
   /// Per-session cookie engines.
   private var cookies: [Int: SessionCookies] = [:]
   private let cancelled = Flag()
+  /// Whether the observer wants each response head (else only completions carry it).
+  private var reportsResponses = true
   /// Reset easy handles of finished transfers, per session: reusing them spares libcurl setting
   /// up a handle for every small file.
   private var spareHandles: [Int: [EasyHandle]] = [:]
@@ -151,23 +159,32 @@ public final class Engine {
     let maxHost = jobs.map(\.spec.hostLimit).max() ?? 6
     try multi.set(CURLMOPT_MAX_HOST_CONNECTIONS, maxHost)
     try multi.set(CURLMOPT_MAXCONNECTS, max(32, self.globalLimit * 2))
-    var keys: [String: Int] = [:]
-    for (index, job) in jobs.enumerated() {
-      let name = "\(job.spec.sessionKey)\u{0}\(job.spec.hostKey)"
+    struct QueueName: Hashable {
+      var session: Int
+      var host: String
+    }
+    var keys: [QueueName: Int] = [:]
+    // Jobs of one host tend to come together: the last queue is checked before the table.
+    var previous: (name: QueueName, key: Int)?
+    for index in jobs.indices {
+      let name = QueueName(session: jobs[index].spec.sessionKey, host: jobs[index].spec.hostKey)
       let key: Int
-      if let existing = keys[name] {
+      if let previous, previous.name == name {
+        key = previous.key
+      } else if let existing = keys[name] {
         key = existing
       } else {
         key = keyQueues.count
         keys[name] = key
         keyQueues.append(MinHeap())
-        keyHost.append(job.spec.hostKey)
-        keySession.append(job.spec.sessionKey)
+        keyHost.append(name.host)
+        keySession.append(name.session)
         queuedHead.append(nil)
       }
       self.jobs[index].key = key
-      self.jobs[index].waitingOn = job.dependencies.count
-      for dependency in job.dependencies { self.jobs[dependency].dependents.append(index) }
+      self.jobs[index].waitingOn = jobs[index].dependencies.count
+      for dependency in jobs[index].dependencies { self.jobs[dependency].dependents.append(index) }
+      previous = (name, key)
     }
   }
 
@@ -184,6 +201,7 @@ public final class Engine {
   /// Runs every job to its end (or until `cancel()`), then saves the sessions' cookies.
   public func run() throws(CurlSetupError) {
     defer { for jar in cookies.values { jar.save() } }
+    reportsResponses = observer?.wantsResponses ?? false
     for index in jobs.indices where jobs[index].waitingOn == 0 { enqueue(index) }
     var now = Self.now()
     fireTimers(now: now)
@@ -472,7 +490,7 @@ public final class Engine {
   private func announce(_ transfer: Transfer) {
     if !transfer.announced && transfer.parser.complete && transfer.head.isSuccess {
       transfer.announced = true
-      observer?.transferReceivedResponse(transfer.job, head: transfer.head)
+      if reportsResponses { observer?.transferReceivedResponse(transfer.job, head: transfer.head) }
     }
     if transfer.becameDownload && !transfer.announcedDownload {
       transfer.announcedDownload = true

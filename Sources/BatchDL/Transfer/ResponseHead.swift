@@ -26,7 +26,10 @@ public struct ResponseHead: Sendable, Equatable {
     }
   }
 
-  public var contentLength: Int64? { self["content-length"].flatMap { Int64($0.trimmingSpaces) } }
+  public var contentLength: Int64? {
+    // The parser trims values already; a head made elsewhere may not be.
+    self["content-length"].flatMap { Int64($0) ?? Int64($0.trimmingSpaces) }
+  }
 
   /// A strong `ETag`, or nil when there is none or it is weak (`W/"..."`), which cannot validate a range.
   public var strongETag: String? {
@@ -60,12 +63,21 @@ struct ResponseHeadParser {
       return
     }
     if end >= 5, line[0] == 0x48, line[1] == 0x54, line[2] == 0x54, line[3] == 0x50, line[4] == 0x2F {  // HTTP/
-      let text = String(decoding: UnsafeRawBufferPointer(rebasing: line[0..<end]), as: UTF8.self)
       head = ResponseHead()
       complete = false
-      let parts = text.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
-      if parts.count >= 2 { head.status = Int(parts[1]) ?? 0 }
-      if parts.count == 3 { head.reason = String(parts[2]) }
+      // `HTTP/1.1 200 OK`: the version, the status code, then the reason (which may hold spaces).
+      func isSpace(_ index: Int) -> Bool { line[index] == 0x20 }
+      var index = 5
+      while index < end, !isSpace(index) { index += 1 }
+      while index < end, isSpace(index) { index += 1 }
+      let codeStart = index
+      while index < end, !isSpace(index) { index += 1 }
+      let code = String(decoding: UnsafeRawBufferPointer(rebasing: line[codeStart..<index]), as: UTF8.self)
+      head.status = Int(code) ?? 0
+      while index < end, isSpace(index) { index += 1 }
+      if index < end {
+        head.reason = String(decoding: UnsafeRawBufferPointer(rebasing: line[index..<end]), as: UTF8.self)
+      }
       return
     }
     var colon = 0
