@@ -200,6 +200,14 @@ import Testing
     #expect(Shard(index: 0, count: 1).description == "0/1")
   }
 
+  @Test func requestKeysAreThirtyTwoLowerCaseHexDigits() {
+    #expect(
+      RequestKey(high: 0x0123_4567_89AB_CDEF, low: 0xFEDC_BA98_7654_3210).description
+        == "0123456789abcdeffedcba9876543210")
+    #expect(RequestKey(high: 0, low: 1).description == "00000000000000000000000000000001")
+    #expect(RequestKey(high: .max, low: 0).short == "ffffffffffff")
+  }
+
   @Test(arguments: [("0/1", 0, 1), ("1/4", 1, 4), ("3/4", 3, 4), ("0/2", 0, 2), ("999/1000", 999, 1000)])
   func parseAccepts(_ text: String, _ index: Int, _ count: Int) throws {
     let shard = try Shard.parse(text).get()

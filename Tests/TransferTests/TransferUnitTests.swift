@@ -150,6 +150,93 @@ import Testing
     var info = stat()
     #expect(lstat(folder.path + "/link.txt", &info) == 0 && info.st_mode & S_IFMT == S_IFREG)
   }
+
+  @Test func theWrittenFilesSizeAndTimeAreReturnedAsAStatReadsThem() throws {
+    let folder = TemporaryDirectory()
+    for (name, existing) in [("fresh.bin", false), ("replaced.bin", true)] {
+      let path = folder.path + "/" + name
+      if existing { try Data("old contents".utf8).write(to: URL(fileURLWithPath: path)) }
+      let written = try AtomicFile.write(Array(repeating: 7, count: 5000), to: path)
+      #expect(written?.size == 5000)
+      let read = FileAccess.status(path)
+      #expect(read != nil && written?.size == read?.size && written?.modified == read?.modified)
+    }
+  }
+
+  @Test func aMissingFolderFailsTheWriteWithoutLeavingAnything() {
+    let folder = TemporaryDirectory()
+    let path = folder.path + "/absent/file.bin"
+    #expect(throws: SystemError.self) { try AtomicFile.write([1], to: path, makingParent: false) }
+    #expect(FileAccess.status(path) == nil)
+    // The folder's absence did not turn linking by descriptor off: the next write still works.
+    #expect(throws: Never.self) { try AtomicFile.write([2], to: folder.path + "/present.bin", makingParent: false) }
+    #expect(FileManager.default.contents(atPath: folder.path + "/present.bin") == Data([2]))
+  }
+}
+
+@Suite struct ObserverRelayTests {
+  /// Records the calls it gets, and on which thread.
+  final class Recorder: TransferObserver, @unchecked Sendable {
+    let lock = NSLock()
+    var calls: [Int] = []
+    var threads: Set<pthread_t> = []
+    var delay: UInt32 = 0
+
+    func note(_ job: Int) {
+      if delay > 0 { usleep(delay) }
+      lock.lock()
+      calls.append(job)
+      threads.insert(pthread_self())
+      lock.unlock()
+    }
+    var snapshot: [Int] {
+      lock.lock()
+      defer { lock.unlock() }
+      return calls
+    }
+    func transferReceivedResponse(_ job: Int, head: ResponseHead) { note(job) }
+    func transferBecameDownload(_ job: Int) { note(job) }
+    func transferWillRetry(_ job: Int, after delay: Interval, failure: TransferFailure) { note(job) }
+    func transferCompleted(_ job: Int, outcome: Result<TransferResult, TransferFailure>, spent: Int64) { note(job) }
+    func transferTick(active: [ActiveTransfer]) { note(-1) }
+    func transferCheckpoints(_ checkpoints: [TransferCheckpoint]) { note(-2) }
+    func settle() {}
+  }
+
+  @Test func callsArriveInOrderOnTheRelaysThreadAndSettleWaitsForThem() {
+    let recorder = Recorder()
+    recorder.delay = 200
+    let relay = ObserverRelay(recorder)
+    let failure = TransferFailure(code: "x", message: "y")
+    for job in 0..<600 {
+      // More than the backlog: the engine's side waits for the relay instead of piling up.
+      relay.transferCompleted(job, outcome: .failure(failure), spent: 0)
+    }
+    relay.transferTick(active: [])
+    relay.settle()
+    #expect(recorder.snapshot == Array(0..<600) + [-1])
+    // One thread, not the caller's.
+    #expect(recorder.threads.count == 1 && !recorder.threads.contains(pthread_self()))
+    relay.stop()
+  }
+
+  @Test func stopCarriesOutWhatIsPendingFirst() {
+    let recorder = Recorder()
+    let relay = ObserverRelay(recorder)
+    for job in 0..<50 { relay.transferBecameDownload(job) }
+    relay.stop()
+    #expect(recorder.snapshot == Array(0..<50))
+  }
+
+  @Test func aCallIsCarriedOutWithoutAnyoneWaitingForIt() async throws {
+    let recorder = Recorder()
+    let relay = ObserverRelay(recorder)
+    relay.transferBecameDownload(7)
+    // Nobody settles: the relay's thread takes it on its own within a few milliseconds.
+    for _ in 0..<200 where recorder.snapshot.isEmpty { try await Task.sleep(nanoseconds: 5_000_000) }
+    #expect(recorder.snapshot == [7])
+    relay.stop()
+  }
 }
 
 @Suite struct ResponseTests {
@@ -184,6 +271,18 @@ import Testing
     #expect(parser.head["x-mixed-case"] == "spaced value")
     #expect(parser.head["location"] == "http://host:8080/a:b")
     #expect(parser.head["empty"] == "")
+  }
+
+  @Test(arguments: [
+    ("HTTP/1.1 404 Not Found\r\n", 404, "Not Found"), ("HTTP/2 200\r\n", 200, ""),
+    ("HTTP/1.1  503   Service  Unavailable \r\n", 503, "Service  Unavailable "), ("HTTP/1.0 abc\r\n", 0, ""),
+  ])
+  func statusLines(_ line: String, _ status: Int, _ reason: String) {
+    var parser = ResponseHeadParser()
+    var text = line
+    text.withUTF8 { parser.consume(UnsafeRawBufferPointer($0)) }
+    #expect(parser.head.status == status)
+    #expect(parser.head.reason == reason)
   }
 
   @Test func weakTagsAndEncodedBodiesCannotValidateARange() {
