@@ -168,5 +168,11 @@ import Testing
     #expect(URLNormalizer.removeDotSegments("/a/.") == "/a/")
     #expect(URLNormalizer.removeDotSegments("/..") == "/")
     #expect(URLNormalizer.removeDotSegments("/a/b") == "/a/b")
+    // Dots inside names, or three of them, are not dot segments.
+    for path in ["/a/.../b", "/.hidden/x..y/", "/a./..b", "/...", "/a/b."] {
+      #expect(URLNormalizer.removeDotSegments(path) == path)
+    }
+    #expect(URLNormalizer.removeDotSegments("/a/./b") == "/a/b")
+    #expect(URLNormalizer.removeDotSegments("/a/b/..") == "/a/")
   }
 }

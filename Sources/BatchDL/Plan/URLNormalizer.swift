@@ -132,8 +132,8 @@ public final class URLNormalizer {
 
   /// Decodes `%XX` of unreserved characters, upper-cases the rest, encodes unsafe bytes.
   static func normalizePercent(_ text: String) -> String {
+    if !text.utf8.contains(where: { $0 == 0x25 || !isAllowedLiteral($0) }) { return text }
     let bytes = Array(text.utf8)
-    if !bytes.contains(where: { $0 == 0x25 || !isAllowedLiteral($0) }) { return text }
     var out: [UInt8] = []
     out.reserveCapacity(bytes.count + 8)
     var index = 0
@@ -163,8 +163,8 @@ public final class URLNormalizer {
 
   /// `path` without `.` and `..` segments (RFC 3986 5.2.4); unchanged when it has none.
   static func removeDotSegments(_ path: String) -> String {
+    guard hasDotSegment(path) else { return path }
     let segments = path.split(separator: "/", omittingEmptySubsequences: false)
-    guard segments.contains(where: { $0 == "." || $0 == ".." }) else { return path }
     var output: [Substring] = []
     for (index, segment) in segments.enumerated() {
       let isLast = index == segments.count - 1
@@ -180,6 +180,23 @@ public final class URLNormalizer {
     }
     let joined = output.joined(separator: "/")
     return joined.hasPrefix("/") ? joined : "/" + joined
+  }
+
+  /// Whether a segment of `path` is `.` or `..` (checked on the bytes: most paths have none).
+  private static func hasDotSegment(_ path: String) -> Bool {
+    var segmentLength = 0
+    var dots = 0
+    for byte in path.utf8 {
+      if byte == 0x2F {
+        if segmentLength > 0 && segmentLength == dots && dots <= 2 { return true }
+        segmentLength = 0
+        dots = 0
+      } else {
+        segmentLength += 1
+        if byte == 0x2E { dots += 1 }
+      }
+    }
+    return segmentLength > 0 && segmentLength == dots && dots <= 2
   }
 
   /// Decodes every `%XX`.
