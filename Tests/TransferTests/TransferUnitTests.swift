@@ -163,14 +163,39 @@ import Testing
     }
   }
 
-  @Test func aMissingFolderFailsTheWriteWithoutLeavingAnything() {
+  @Test func filesWrittenInAnOpenFolderLandThereWhole() throws {
+    let folder = TemporaryDirectory()
+    let open = try #require(OpenFolder(path: folder.path))
+    let path = folder.path + "/a.bin"
+    let first = try AtomicFile.write([1, 2, 3], to: path, makingParent: false, in: open)
+    #expect(first?.size == 3)
+    // Something at the destination already: the named way (a temporary and a rename) replaces it.
+    let second = try AtomicFile.write([4, 5], to: path, makingParent: false, in: open)
+    #expect(second?.size == 2)
+    #expect(FileManager.default.contents(atPath: path) == Data([4, 5]))
+    #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["a.bin"])
+    #expect(OpenFolder(path: folder.path + "/absent") == nil)
+  }
+
+  /// One test, because the way of linking is the process's: a missing folder must not change it,
+  /// and the way through `/proc` must work once it has changed.
+  @Test func aMissingFolderFailsTheWriteAndBothWaysOfLinkingWork() throws {
     let folder = TemporaryDirectory()
     let path = folder.path + "/absent/file.bin"
+    let before = AtomicFile.linksByDescriptor
     #expect(throws: SystemError.self) { try AtomicFile.write([1], to: path, makingParent: false) }
     #expect(FileAccess.status(path) == nil)
-    // The folder's absence did not turn linking by descriptor off: the next write still works.
-    #expect(throws: Never.self) { try AtomicFile.write([2], to: folder.path + "/present.bin", makingParent: false) }
-    #expect(FileManager.default.contents(atPath: folder.path + "/present.bin") == Data([2]))
+    #expect(AtomicFile.linksByDescriptor == before)
+    try AtomicFile.write([2], to: folder.path + "/by-descriptor.bin", makingParent: false)
+    AtomicFile.stopLinkingByDescriptor()
+    let written = try AtomicFile.write([3, 4], to: folder.path + "/through-proc.bin", makingParent: false)
+    #expect(written?.size == 2)
+    #expect(FileManager.default.contents(atPath: folder.path + "/by-descriptor.bin") == Data([2]))
+    #expect(FileManager.default.contents(atPath: folder.path + "/through-proc.bin") == Data([3, 4]))
+    #expect(
+      try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == [
+        "by-descriptor.bin", "through-proc.bin",
+      ])
   }
 }
 

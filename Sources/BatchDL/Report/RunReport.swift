@@ -152,8 +152,17 @@ public enum AtomicFile {
   public static func write(
     _ bytes: [UInt8], to path: String, makingParent: Bool = true
   ) throws(SystemError) -> (size: Int64, modified: Int64)? {
+    try write(bytes, to: path, makingParent: makingParent, in: nil)
+  }
+
+  /// `folder`: `path`'s folder, already open: the file is made and linked in there without
+  /// walking the folder's path again.
+  @discardableResult
+  static func write(
+    _ bytes: [UInt8], to path: String, makingParent: Bool = true, in folder: OpenFolder?
+  ) throws(SystemError) -> (size: Int64, modified: Int64)? {
     if makingParent { try makeParent(of: path) }
-    if let written = try writeUnnamed(bytes, to: path) { return written }
+    if let written = try writeUnnamed(bytes, to: path, in: folder) { return written }
     let temporary = path + ".batchdl-part"
     let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
     guard fd >= 0 else { throw SystemError("create \(temporary)") }
@@ -199,30 +208,67 @@ public enum AtomicFile {
   /// folder three times). Nil, with nothing left behind, when the filesystem has no unnamed
   /// files or something is at `path` already: the caller goes the named way.
   private static func writeUnnamed(
-    _ bytes: [UInt8], to path: String
+    _ bytes: [UInt8], to path: String, in folder: OpenFolder?
   ) throws(SystemError) -> (size: Int64, modified: Int64)? {
-    let fd = open(FileAccess.directory(of: path), unnamedFlag | O_WRONLY | O_CLOEXEC, 0o644)
+    let fd =
+      if let folder {
+        openat(folder.descriptor, ".", unnamedFlag | O_WRONLY | O_CLOEXEC, 0o644)
+      } else {
+        open(FileAccess.directory(of: path), unnamedFlag | O_WRONLY | O_CLOEXEC, 0o644)
+      }
     guard fd >= 0 else { return nil }
     defer { close(fd) }
     guard writeAll(bytes, to: fd) else { throw SystemError("write \(path)") }
     let status = FileAccess.status(descriptor: fd)
-    guard link(fd, to: path) else { return nil }
+    let linked =
+      if let folder {
+        link(fd, to: FileAccess.name(of: path), in: folder.descriptor, path: path)
+      } else {
+        link(fd, to: path, in: AT_FDCWD, path: path)
+      }
+    guard linked else { return nil }
     return status ?? FileAccess.status(path)
   }
 
-  /// Links an unnamed file in as `path`. By its descriptor where the kernel lets the process that
-  /// made the file do so (Linux 6.10 and later, or with CAP_DAC_READ_SEARCH); else through
-  /// `/proc/self/fd`, which costs a path walk through procfs.
-  private static func link(_ fd: Int32, to path: String) -> Bool {
+  /// Links an unnamed file in as `name` in `folder` (`path` in all). By its descriptor where the
+  /// kernel lets the process that made the file do so (Linux 6.10 and later, or with
+  /// CAP_DAC_READ_SEARCH); else through `/proc/self/fd`, which costs a path walk through procfs.
+  private static func link(_ fd: Int32, to name: String, in folder: Int32, path: String) -> Bool {
     if !descriptorLinksRefused.isSet {
-      if linkat(fd, "", AT_FDCWD, path, emptyPathFlag) == 0 { return true }
+      if linkat(fd, "", folder, name, emptyPathFlag) == 0 { return true }
       guard errno == ENOENT || errno == EPERM || errno == EINVAL else { return false }
       // An older kernel answers ENOENT, as for a missing folder: tell the two apart.
       if errno != ENOENT || access(FileAccess.directory(of: path), F_OK) == 0 { descriptorLinksRefused.set() }
     }
-    return linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0
+    return linkat(AT_FDCWD, "/proc/self/fd/\(fd)", folder, name, AT_SYMLINK_FOLLOW) == 0
   }
 
   /// Set once the kernel refused to link by descriptor in this process.
   private static let descriptorLinksRefused = Flag()
+
+  /// Whether unnamed files are still linked in by descriptor (for tests).
+  static var linksByDescriptor: Bool { !descriptorLinksRefused.isSet }
+
+  /// Links through `/proc/self/fd` from now on, as on a kernel that refuses (for tests).
+  static func stopLinkingByDescriptor() { descriptorLinksRefused.set() }
+}
+
+/// A folder held open, to make and link files in it by name (`openat`, `linkat`) rather than by
+/// path: a run placing thousands of files in one folder walks its path once.
+final class OpenFolder {
+  let path: String
+  let descriptor: Int32
+
+  /// Nil when the folder cannot be opened (the caller goes by path).
+  init?(path: String) {
+    // O_PATH (010000000 on Linux, not imported): a handle for the *at calls, no read access needed.
+    let fd = open(path, 0o10_000_000 | O_DIRECTORY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    self.path = path
+    descriptor = fd
+  }
+
+  deinit {
+    close(descriptor)
+  }
 }

@@ -121,6 +121,7 @@ public final class Runner: TransferObserver {
     defer {
       store = nil
       caches.removeAll()
+      lastFolder = nil
     }
     if let path = options.eventsPath {
       do {
@@ -722,7 +723,7 @@ public final class Runner: TransferObserver {
           try Self.copy(source, to: path)
         } else {
           do {
-            written = try AtomicFile.write(result.body ?? [], to: path, makingParent: false)
+            written = try AtomicFile.write(result.body ?? [], to: path, makingParent: false, in: openFolder(of: path))
           } catch {
             throw FileSink.failure(errno: error.code, doing: "write \(destination)")
           }
@@ -763,6 +764,18 @@ public final class Runner: TransferObserver {
 
   /// Folders made and checked (inside their session's dest) in this run.
   private var preparedFolders: Set<String> = []
+
+  /// The folder small files were last written to, held open (relay thread only).
+  private var lastFolder: OpenFolder?
+
+  /// `path`'s folder, open, once `prepare` has made and checked it: files of one folder mostly
+  /// come one after another.
+  private func openFolder(of path: String) -> OpenFolder? {
+    let parent = FileAccess.directory(of: path)
+    if let lastFolder, lastFolder.path == parent { return lastFolder }
+    lastFolder = OpenFolder(path: parent)
+    return lastFolder
+  }
 
   private func expectationProblem(_ task: PlannedTask, _ result: TransferResult) -> (code: String, message: String)? {
     guard case .task(let spec) = plan.entry(of: task) else { return nil }

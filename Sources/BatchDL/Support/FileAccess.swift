@@ -84,6 +84,12 @@ public enum FileAccess {
     return String(path[..<slash])
   }
 
+  /// The last part of `path` (all of it when it has no `/`).
+  public static func name(of path: String) -> String {
+    guard let slash = path.lastIndex(of: "/") else { return path }
+    return String(path[path.index(after: slash)...])
+  }
+
   /// `relative` resolved against `base`, unless it is absolute; "." bases are dropped.
   public static func resolve(_ relative: String, against base: String) -> String {
     if relative.hasPrefix("/") || base == "." || base.isEmpty { return relative }
