@@ -693,16 +693,25 @@ private struct HostRoundRobin {
 
 extension Sequence where Element == UInt8 {
   var hexString: String {
-    let digits = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    for byte in self {
-      out.append(digits[Int(byte >> 4)])
-      out.append(digits[Int(byte & 0xF)])
-    }
-    return String(decoding: out, as: UTF8.self)
+    Array(self).withUnsafeBytes { hex($0) }
   }
 }
 
 extension Digest {
-  var hexString: String { Array(self).hexString }
+  var hexString: String { withUnsafeBytes { hex($0) } }
+}
+
+/// Lower-case hexadecimal digits of `bytes`, written straight into the string's storage (every
+/// finished file's checksum goes through here).
+private func hex(_ bytes: UnsafeRawBufferPointer) -> String {
+  String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+    let digits: StaticString = "0123456789abcdef"
+    digits.withUTF8Buffer { digits in
+      for (index, byte) in bytes.enumerated() {
+        out[index * 2] = digits[Int(byte >> 4)]
+        out[index * 2 + 1] = digits[Int(byte & 0xF)]
+      }
+    }
+    return bytes.count * 2
+  }
 }
