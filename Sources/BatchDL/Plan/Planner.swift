@@ -48,6 +48,8 @@ private struct PlanBuilder {
   var tasks: [PlannedTask] = []
   var requests: [PlannedRequest] = []
   var lastSharing: [Int32] = []
+  /// The last `to` normalized, and what it became: every line of a list shares its entry's folder.
+  var lastTo: (text: String, normalized: String)?
   /// Requests by key.
   var requestIndex = IndexTable()
   /// Tasks by destination.
@@ -297,9 +299,13 @@ private struct PlanBuilder {
     session: Session, to: String?, isFolder: Bool, url: NormalizedURL, mark: SourceMark, quiet: Bool = false
   ) -> String? {
     var relative = ""
-    if let to {
+    if let to, let lastTo, lastTo.text == to {
+      relative = lastTo.normalized
+    } else if let to {
       switch PathRules.normalize(to, allowAbsolute: false) {
-      case .success(let value): relative = value
+      case .success(let value):
+        relative = value
+        lastTo = (to, value)
       case .failure(let problem):
         if !quiet { diagnostics.error(mark, "to '\(to)' \(problem.message)") }
         return nil
