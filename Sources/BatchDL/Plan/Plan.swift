@@ -11,18 +11,7 @@ public struct RequestKey: Hashable, Sendable, Comparable, CustomStringConvertibl
 
   /// 32 lower-case hexadecimal digits.
   public var description: String {
-    // Written digit by digit: the run asks for keys of 10,000 requests several times each.
-    String(unsafeUninitializedCapacity: 32) { buffer in
-      let digits: StaticString = "0123456789abcdef"
-      digits.withUTF8Buffer { digits in
-        for nibble in 0..<16 {
-          let shift = UInt64(60 - nibble * 4)
-          buffer[nibble] = digits[Int((high >> shift) & 0xF)]
-          buffer[16 + nibble] = digits[Int((low >> shift) & 0xF)]
-        }
-      }
-      return 32
-    }
+    withUnsafeBytes(of: (high.bigEndian, low.bigEndian)) { hexDigits($0) }
   }
 
   /// The first 12 digits, enough to tell requests apart in a listing.

@@ -699,17 +699,17 @@ private struct HostRoundRobin {
 
 extension Sequence where Element == UInt8 {
   var hexString: String {
-    Array(self).withUnsafeBytes { hex($0) }
+    Array(self).withUnsafeBytes { hexDigits($0) }
   }
 }
 
 extension Digest {
-  var hexString: String { withUnsafeBytes { hex($0) } }
+  var hexString: String { withUnsafeBytes { hexDigits($0) } }
 }
 
 /// Lower-case hexadecimal digits of `bytes`, written straight into the string's storage (every
-/// finished file's checksum goes through here).
-private func hex(_ bytes: UnsafeRawBufferPointer) -> String {
+/// finished file's checksum and every request key goes through here).
+func hexDigits(_ bytes: UnsafeRawBufferPointer) -> String {
   String(unsafeUninitializedCapacity: bytes.count * 2) { out in
     let digits: StaticString = "0123456789abcdef"
     digits.withUTF8Buffer { digits in

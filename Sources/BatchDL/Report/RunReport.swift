@@ -210,23 +210,15 @@ public enum AtomicFile {
   private static func writeUnnamed(
     _ bytes: [UInt8], to path: String, in folder: OpenFolder?
   ) throws(SystemError) -> (size: Int64, modified: Int64)? {
-    let fd =
-      if let folder {
-        openat(folder.descriptor, ".", unnamedFlag | O_WRONLY | O_CLOEXEC, 0o644)
-      } else {
-        open(FileAccess.directory(of: path), unnamedFlag | O_WRONLY | O_CLOEXEC, 0o644)
-      }
+    // In the open folder by name, else by path from the working directory.
+    let (base, folderPath, name) =
+      folder.map { ($0.descriptor, ".", FileAccess.name(of: path)) } ?? (AT_FDCWD, FileAccess.directory(of: path), path)
+    let fd = openat(base, folderPath, unnamedFlag | O_WRONLY | O_CLOEXEC, 0o644)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
     guard writeAll(bytes, to: fd) else { throw SystemError("write \(path)") }
     let status = FileAccess.status(descriptor: fd)
-    let linked =
-      if let folder {
-        link(fd, to: FileAccess.name(of: path), in: folder.descriptor, path: path)
-      } else {
-        link(fd, to: path, in: AT_FDCWD, path: path)
-      }
-    guard linked else { return nil }
+    guard link(fd, to: name, in: base, path: path) else { return nil }
     return status ?? FileAccess.status(path)
   }
 

@@ -107,8 +107,7 @@ public struct PriorState: Sendable {
   /// A usable checkpoint for `request`: its partial file is where this plan puts it and holds at
   /// least the checkpointed bytes.
   public func resumePoint(for request: PlannedRequest, in plan: Plan) -> Checkpoint? {
-    guard !checkpoints.isEmpty, let point = checkpoints[request.key.description], point.durable > 0,
-      point.validator != nil,
+    guard let point = checkpoints[request.key.description], point.durable > 0, point.validator != nil,
       let expected = PriorState.partialPath(for: request, in: plan), point.partial == expected,
       let info = FileAccess.status(point.partial), info.size >= point.durable
     else { return nil }

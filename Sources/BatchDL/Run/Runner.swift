@@ -365,10 +365,11 @@ public final class Runner: TransferObserver {
     guard persists(request) else { return }
     let destination = plan.destination(of: task).map(absolute)
     let info = result.outcome == .completed ? written ?? destination.flatMap(FileAccess.status) : nil
-    let previous = prior.results.isEmpty ? nil : prior.results[plan.id(of: task)]
+    let taskID = plan.id(of: task)
+    let previous = prior.results[taskID]
     pendingResults.append(
       StoredResult(
-        taskID: plan.id(of: task), requestKey: request.key.description, destination: destination,
+        taskID: taskID, requestKey: request.key.description, destination: destination,
         outcome: result.outcome.rawValue, status: result.status, size: result.size, sha256: result.sha256,
         etag: head?.strongETag ?? (result.outcome == .completed ? previous?.etag : nil),
         lastModified: head?["last-modified"] ?? (result.outcome == .completed ? previous?.lastModified : nil),
@@ -396,7 +397,7 @@ public final class Runner: TransferObserver {
 
   /// Time earlier runs charged to a request against `timeouts.resource` (ms).
   private func spentBefore(_ request: PlannedRequest) -> Int64 {
-    prior.budgets.isEmpty ? 0 : prior.budgets[request.key.description]?.spent ?? 0
+    prior.budgets[request.key.description]?.spent ?? 0
   }
 
   /// The request's transfer, and the task whose destination its body goes to (with that
@@ -717,13 +718,13 @@ public final class Runner: TransferObserver {
         continue
       }
       do throws(TransferFailure) {
-        try prepare(path, for: task)
+        let folder = try prepare(path, for: task)
         var written: (size: Int64, modified: Int64)?
         if let source = result.file {
           try Self.copy(source, to: path)
         } else {
           do {
-            written = try AtomicFile.write(result.body ?? [], to: path, makingParent: false, in: openFolder(of: path))
+            written = try AtomicFile.write(result.body ?? [], to: path, makingParent: false, in: openFolder(folder))
           } catch {
             throw FileSink.failure(errno: error.code, doing: "write \(destination)")
           }
@@ -752,14 +753,17 @@ public final class Runner: TransferObserver {
     }
   }
 
-  /// Creates the folders of the file a request's body goes to, before anything is sent.
-  private func prepare(_ path: String, for task: PlannedTask) throws(TransferFailure) {
+  /// Creates the folder of a task's file and checks that it stays inside the session's dest;
+  /// returns the folder.
+  @discardableResult
+  private func prepare(_ path: String, for task: PlannedTask) throws(TransferFailure) -> String {
     // Folders already made and checked in this run need neither again (10,000 files, one folder).
     let parent = FileAccess.directory(of: path)
-    if preparedFolders.contains(parent) { return }
+    if preparedFolders.contains(parent) { return parent }
     let session = plan.manifest.sessions[Int(task.session)]
     try Self.prepare(path: path, root: absolute(session.dest.isEmpty ? "." : session.dest))
     preparedFolders.insert(parent)
+    return parent
   }
 
   /// Folders made and checked (inside their session's dest) in this run.
@@ -768,12 +772,11 @@ public final class Runner: TransferObserver {
   /// The folder small files were last written to, held open (relay thread only).
   private var lastFolder: OpenFolder?
 
-  /// `path`'s folder, open, once `prepare` has made and checked it: files of one folder mostly
-  /// come one after another.
-  private func openFolder(of path: String) -> OpenFolder? {
-    let parent = FileAccess.directory(of: path)
-    if let lastFolder, lastFolder.path == parent { return lastFolder }
-    lastFolder = OpenFolder(path: parent)
+  /// A folder `prepare` has made and checked, open: files of one folder mostly come one after
+  /// another, so the last one stays open.
+  private func openFolder(_ folder: String) -> OpenFolder? {
+    if let lastFolder, lastFolder.path == folder { return lastFolder }
+    lastFolder = OpenFolder(path: folder)
     return lastFolder
   }
 
