@@ -152,13 +152,18 @@ public struct FileResource: Sendable {
   public var chunked: Bool
   /// More headers to send with every answer.
   public var extraHeaders: [String: String]
+  /// Send this many body bytes, then wait this many seconds before the rest (a stalled server).
+  public var stallInBody: (bytes: Int, seconds: TimeInterval)?
+  /// How the file breaks the rules of ranges, if it does.
+  public var rangeFault: RangeFault?
 
   /// Makes a file; `dropTimes` and `stallTimes` default to every request.
   public init(
     body: [UInt8], contentType: String = "application/octet-stream", etag: ETag? = nil,
     lastModified: Date? = nil, ignoreRange: Bool = false, dropAfter: Int? = nil, dropTimes: Int = .max,
     stallAfterHeaders: TimeInterval? = nil, stallTimes: Int = .max, trickle: Trickle? = nil,
-    contentEncoding: String? = nil, chunked: Bool = false, extraHeaders: [String: String] = [:]
+    contentEncoding: String? = nil, chunked: Bool = false, extraHeaders: [String: String] = [:],
+    stallInBody: (bytes: Int, seconds: TimeInterval)? = nil, rangeFault: RangeFault? = nil
   ) {
     self.body = body
     self.contentType = contentType
@@ -173,12 +178,31 @@ public struct FileResource: Sendable {
     self.contentEncoding = contentEncoding
     self.chunked = chunked
     self.extraHeaders = extraHeaders
+    self.stallInBody = stallInBody
+    self.rangeFault = rangeFault
   }
 
   /// Makes a text file (`text/plain; charset=utf-8` unless told otherwise).
   public init(text: String, contentType: String = "text/plain; charset=utf-8", etag: ETag? = nil) {
     self.init(body: Array(text.utf8), contentType: contentType, etag: etag)
   }
+}
+
+/// Ways a file route breaks the rules of `Range` and `206`, as hostile or broken servers do.
+public enum RangeFault: Sendable, Equatable {
+  /// Answer every GET, with or without `Range`, with `206` and bytes `lower...upper` (and a
+  /// truthful `Content-Range` when `contentRange` is true; none otherwise).
+  case partial(lower: Int, upper: Int, contentRange: Bool)
+  /// Honour `Range`, but end the `206` at byte `upper` (inclusive), with a `Content-Range` that
+  /// says so: a short range. A range that starts past `upper` is answered honestly.
+  case shortRange(upper: Int)
+  /// Honour `Range` with a body from the asked start, but label it `Content-Range` as starting
+  /// `shift` bytes later.
+  case shiftedLabel(shift: Int)
+  /// Honour `Range`, but give the file's total as `total` in `Content-Range`.
+  case wrongTotal(total: Int)
+  /// Answer a `Range` with `206` whose `Content-Length` is `length` (the body is cut or padded).
+  case lyingLength(length: Int)
 }
 
 /// What a route answers.

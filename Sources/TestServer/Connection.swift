@@ -258,9 +258,18 @@ final class Connection: @unchecked Sendable {
     let limit = min(out.dropAfter ?? out.body.count, out.body.count)
     let piece = out.trickle?.chunkBytes ?? 64 * 1024
     var offset = 0
+    var stalled = false
     while offset < limit {
       if offset > 0, let trickle = out.trickle, !core.pause(seconds: trickle.interval) { return false }
-      let end = min(offset + piece, limit)
+      var end = min(offset + piece, limit)
+      if let stall = out.stallInBody, !stalled {
+        if offset >= stall.bytes {
+          stalled = true
+          guard core.pause(seconds: stall.seconds) else { return false }
+        } else {
+          end = min(end, stall.bytes)
+        }
+      }
       let slice = out.body[(out.body.startIndex + offset)..<(out.body.startIndex + end)]
       let framed =
         out.chunked ? Array((String(end - offset, radix: 16) + "\r\n").utf8) + slice + [13, 10] : Array(slice)

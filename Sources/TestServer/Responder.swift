@@ -13,6 +13,8 @@ struct Outgoing {
   var chunked = false
   var dropAfter: Int?
   var stall: TimeInterval?
+  /// After this many body bytes, wait this long.
+  var stallInBody: (bytes: Int, seconds: TimeInterval)?
   var trickle: Trickle?
   /// Close the connection after this response.
   var close = false
@@ -90,6 +92,7 @@ enum Responder {
       return out
     }
 
+    if let fault = file.rangeFault, let out = faulty(fault, file, headers: headers, request) { return out }
     var status = 200
     var slice = file.body[...]
     if !file.ignoreRange, let rangeHeader = request.header("range"), rangeApplies(file, request) {
@@ -113,6 +116,48 @@ enum Responder {
     out.chunked = file.chunked
     if out.chunked { out.addLength = false }
     return out
+  }
+
+  /// The answer of a file with a range fault, or nil where the fault does not apply.
+  static func faulty(
+    _ fault: RangeFault, _ file: FileResource, headers: [(String, String)], _ request: RecordedRequest
+  )
+    -> Outgoing?
+  {
+    let total = file.body.count
+    var headers = headers
+    func partial(_ lower: Int, _ upper: Int, label: String?) -> Outgoing {
+      if let label { headers.append(("Content-Range", label)) }
+      var out = Outgoing(status: 206, headers: headers, body: file.body[lower...upper])
+      out.sendBody = request.method != "HEAD"
+      return out
+    }
+    if case .partial(let lower, let upper, let withLabel) = fault {
+      return partial(lower, upper, label: withLabel ? "bytes \(lower)-\(upper)/\(total)" : nil)
+    }
+    guard let header = request.header("range"), case .range(let lower, let upper) = parseRange(header, total: total)
+    else { return nil }
+    switch fault {
+    case .partial:
+      return nil
+    case .shortRange(let end):
+      // A range that starts past the cut is answered honestly.
+      guard end >= lower, end < upper else { return nil }
+      return partial(lower, end, label: "bytes \(lower)-\(end)/\(total)")
+    case .shiftedLabel(let shift):
+      return partial(lower, upper, label: "bytes \(lower + shift)-\(upper + shift)/\(total + shift)")
+    case .wrongTotal(let wrong):
+      return partial(lower, upper, label: "bytes \(lower)-\(upper)/\(wrong)")
+    case .lyingLength(let length):
+      headers.append(("Content-Range", "bytes \(lower)-\(upper)/\(total)"))
+      headers.append(("Content-Length", String(length)))
+      var body = Array(file.body[lower...upper])
+      body = Array(body.prefix(length)) + [UInt8](repeating: 0x2A, count: max(0, length - body.count))
+      var out = Outgoing(status: 206, headers: headers, body: body[...])
+      out.addLength = false
+      out.sendBody = request.method != "HEAD"
+      return out
+    }
   }
 
   /// Whether `If-None-Match` or `If-Modified-Since` lets the client keep its copy.

@@ -312,6 +312,7 @@ final class ServerCore: @unchecked Sendable {
         }
       }
       out.trickle = file.trickle
+      out.stallInBody = file.stallInBody
       return out
     case .sequence(let responses):
       let index = served - 1

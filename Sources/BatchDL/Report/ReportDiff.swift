@@ -35,6 +35,8 @@ extension RunReport {
       if let error = entry["error"] as? [String: Any] {
         result.error = (error["code"] as? String ?? "", error["message"] as? String ?? "")
       }
+      // What this run received: the body past the byte it resumed from.
+      result.transferred = max(0, (result.size ?? 0) - result.resumedFrom)
       report.results.append(result)
     }
     return report

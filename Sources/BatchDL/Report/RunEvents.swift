@@ -82,6 +82,8 @@ public struct TaskResult: Sendable {
   public var error: (code: String, message: String)?
   /// Seconds from the start of the run to the task's end (reported with `--timings` only).
   public var seconds: Double?
+  /// Body bytes received from the network in this run (not those a resume kept); for the summary.
+  public var transferred: Int64 = 0
 
   public init(
     id: String, session: String, kind: TaskKind, url: String, to: String?, outcome: TaskOutcome, status: Int? = nil,
@@ -142,7 +144,7 @@ public struct RunSummary: Sendable, Equatable {
     case .deferred: deferred += 1
     case .cancelled: cancelled += 1
     }
-    if result.outcome == .completed, result.source == "network" { bytes += result.size ?? 0 }
+    if result.outcome == .completed, result.source == "network" { bytes += result.transferred }
   }
 
   public var json: JSON {

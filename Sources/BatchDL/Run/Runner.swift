@@ -702,6 +702,7 @@ public final class Runner: TransferObserver {
       outcome.attempts = result.attempts
       outcome.source = index == 0 ? "network" : "duplicate"
       outcome.resumedFrom = result.resumedFrom
+      outcome.transferred = index == 0 ? result.transferred : 0
       outcome.outcome = .completed
       if let problem = expectationProblem(task, result) {
         let failure = TransferFailure(code: problem.code, message: problem.message, attempts: result.attempts)

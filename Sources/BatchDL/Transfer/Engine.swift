@@ -98,6 +98,8 @@ public final class Engine {
     /// Time spent in earlier runs and in finished attempts of this one (ms).
     var spent: Int64 = 0
     var key = 0
+    /// Body bytes received from the network in this run, over all attempts.
+    var transferred: Int64 = 0
   }
 
   private let multi: MultiHandle
@@ -223,8 +225,12 @@ public final class Engine {
       checkpoint(now: now)
       if now &- lastTick >= 100 {
         lastTick = now
+        expireIdle(now: now)
+        // Progress starts after the response (URLSession's order: response, then data).
         observer?.transferTick(
-          active: active.values.map { ActiveTransfer(job: $0.job, received: $0.received, expected: $0.expected) })
+          active: active.values.filter(\.announced).map {
+            ActiveTransfer(job: $0.job, received: $0.received, expected: $0.expected)
+          })
       }
       if active.isEmpty && timers.isEmpty && readyKeys.isEmpty && blockedKeys.isEmpty && remaining > 0 {
         // Nothing can run: every remaining job waits on a dependency that will never finish.
@@ -344,6 +350,8 @@ public final class Engine {
       buckets[key] = bucket
       transfer.bucket = bucket
     }
+    transfer.lastMoved = 0
+    transfer.lastMoveTime = now
     active[transfer.easy.raw] = transfer
     hostActive[jobs[job].spec.hostKey, default: 0] += 1
     sessionActive[jobs[job].spec.sessionKey, default: 0] += 1
@@ -394,6 +402,26 @@ public final class Engine {
       attempts: state.attempts)
   }
 
+  /// Fails the attempts that moved no byte for their `timeouts.request` (checked ten times a
+  /// second; a transfer paused by its session's rate limit is not idle).
+  private func expireIdle(now: UInt64) {
+    var idle: [(UnsafeMutableRawPointer, Interval)] = []
+    for (handle, transfer) in active {
+      if transfer.moved != transfer.lastMoved || transfer.paused {
+        transfer.lastMoved = transfer.moved
+        transfer.lastMoveTime = now
+        continue
+      }
+      let limit = transfer.spec.requestTimeout
+      if now &- transfer.lastMoveTime >= UInt64(clamping: limit.milliseconds) { idle.append((handle, limit)) }
+    }
+    for (handle, limit) in idle {
+      active[handle]?.fail(
+        TransferFailure(code: "timeout", message: "no data moved for \(limit) (timeouts.request)"))
+      finish(handle: handle, code: CURLE_OPERATION_TIMEDOUT)
+    }
+  }
+
   // MARK: - Completion
 
   private func finish(handle: UnsafeMutableRawPointer, code: CURLcode) {
@@ -406,7 +434,12 @@ public final class Engine {
     hostActive[jobs[job].spec.hostKey, default: 1] -= 1
     sessionActive[jobs[job].spec.sessionKey, default: 1] -= 1
     unblock()
-    let outcome = transfer.outcome(code, attempts: jobs[job].attempts)
+    jobs[job].transferred += transfer.bodyBytesReceived
+    var outcome = transfer.outcome(code, attempts: jobs[job].attempts)
+    if case .success(var result) = outcome {
+      result.transferred = jobs[job].transferred
+      outcome = .success(result)
+    }
     if case .failure(let failure) = outcome, failure.code == "resume-restart", !cancelled.isSet {
       // The server cannot continue this partial file: start over at once, without an attempt charged.
       jobs[job].spec.resume = nil
@@ -436,6 +469,12 @@ public final class Engine {
       return
     }
     if case .success = outcome { announce(transfer) }
+    if case .failure = outcome, let sink = transfer.fileSink, transfer.resumePoint != nil,
+      let point = checkpoint(transfer, durable: sink.syncNow())
+    {
+      // The task failed for good: what this attempt wrote stays for the next run to continue.
+      observer?.transferCheckpoints([point])
+    }
     complete(job, outcome)
   }
 

@@ -2,9 +2,15 @@ import CCurl
 
 /// Turns libcurl codes and HTTP statuses into stable error codes, and says which a retry can fix.
 public enum FailureClassifier {
-  static func classify(_ code: CURLcode, message: String) -> TransferFailure {
+  /// `inHead`: the failure came before the response head was complete.
+  static func classify(_ code: CURLcode, message: String, inHead: Bool = false) -> TransferFailure {
     let name: String
     switch code {
+    case CURLE_OUT_OF_MEMORY where inHead:
+      // libcurl 7.88 says "out of memory" when a response head passes its limits.
+      return TransferFailure(
+        code: "bad-response",
+        message: "the server's response head passes the size libcurl accepts (100 KB for one header line)")
     case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: name = "dns"
     case CURLE_COULDNT_CONNECT: name = "connect"
     case CURLE_OPERATION_TIMEDOUT: name = "timeout"
@@ -20,6 +26,9 @@ public enum FailureClassifier {
     case CURLE_READ_ERROR: name = "read"
     case CURLE_URL_MALFORMAT: name = "url"
     case CURLE_ABORTED_BY_CALLBACK: name = "cancelled"
+    case CURLE_WEIRD_SERVER_REPLY, CURLE_BAD_CONTENT_ENCODING:
+      return TransferFailure(code: "bad-response", message: "the server's response could not be read: \(message)")
+    case CURLE_OUT_OF_MEMORY: name = "internal"
     default: name = "curl-\(code.rawValue)"
     }
     return TransferFailure(code: name, message: message)
@@ -32,10 +41,10 @@ public enum FailureClassifier {
   }
 
   /// Whether trying again may succeed: connect and DNS errors, timeouts, dropped connections,
-  /// 408, 429 and 5xx.
+  /// bodies that stopped short or answered another range, 408, 429 and 5xx.
   public static func isRetryable(_ failure: TransferFailure) -> Bool {
     switch failure.code {
-    case "connect", "dns", "timeout", "network": return true
+    case "connect", "dns", "timeout", "network", "incomplete", "range-mismatch": return true
     default:
       guard let status = failure.status else { return false }
       return status == 408 || status == 429 || (500...599).contains(status)

@@ -19,6 +19,10 @@ final class Transfer {
   private(set) var becameDownload = false
   /// The byte the body continued from, once a 206 was accepted.
   private(set) var resumedFrom: Int64 = 0
+  /// Decides whether the response's body is what was asked for (every body passes through it).
+  let gate: BodyGate
+  /// What the gate said of the final response's body, once asked.
+  private(set) var admission: BodyGate.Admission?
   /// A failure found by a callback (disk full, body too large), which aborts the transfer.
   private(set) var callbackFailure: TransferFailure?
   /// Set by the engine when the response head arrived (for the `response` event).
@@ -27,12 +31,22 @@ final class Transfer {
   var announcedDownload = false
   /// Bytes received in this attempt and the time of the last change, for progress.
   private(set) var received: Int64 = 0
+  /// Bytes moved either way (header, body, upload), for the idle limit: the engine compares it
+  /// with what it saw at `lastMoveTime`.
+  private(set) var moved: Int64 = 0
+  private var uploaded: Int64 = 0
+  /// Set by the engine: `moved` when it last changed, and when (ms).
+  var lastMoved: Int64 = -1
+  var lastMoveTime: UInt64 = 0
   private(set) var expected: Int64 = -1
 
   /// `easy`: a handle of an earlier transfer of the same session, reset; nil for a new one.
   init(job: Int, spec: TransferSpec, timeout: Interval?, easy: EasyHandle? = nil) throws {
     self.job = job
     self.spec = spec
+    gate = BodyGate(
+      asked: spec.resume.map { BodyGate.Asked(start: $0.offset, end: nil, total: $0.total) },
+      conditional: spec.conditional != nil, isHead: spec.method.uppercased() == "HEAD", decodes: spec.decodeContent)
     self.easy = try easy ?? EasyHandle()
     try configure(timeout: timeout)
   }
@@ -60,12 +74,10 @@ final class Transfer {
       try easy.set(CURLOPT_SSL_VERIFYPEER, 0)
       try easy.set(CURLOPT_SSL_VERIFYHOST, 0)
     }
-    // Idle timeout: fewer than 1 byte a second for `request` seconds fails the attempt.
-    let idleSeconds = max(1, Int((spec.requestTimeout.milliseconds + 999) / 1000))
-    try easy.set(CURLOPT_LOW_SPEED_LIMIT, 1)
-    try easy.set(CURLOPT_LOW_SPEED_TIME, idleSeconds)
-    try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(spec.requestTimeout.milliseconds))
-    if let timeout { try easy.set(CURLOPT_TIMEOUT_MS, max(1, Int(timeout.milliseconds))) }
+    // The idle limit (`timeouts.request`) is the engine's: libcurl's low-speed check averages over
+    // five seconds, and so fired that much late once data had flowed.
+    try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(clamping: spec.requestTimeout.milliseconds))
+    if let timeout { try easy.set(CURLOPT_TIMEOUT_MS, max(1, Int(clamping: timeout.milliseconds))) }
 
     try easy.set(CURLOPT_PRIVATE, pointer: context)
     try easy.set(CURLOPT_WRITEDATA, pointer: context)
@@ -150,18 +162,23 @@ final class Transfer {
   /// Continues a transfer paused by `bucket` (libcurl may deliver the held bytes right away).
   func resume() {
     paused = false
+    moved += 1
     curl_easy_pause(easy.raw, Int32(ccurl_pause_cont))
   }
 
   /// The final response head, once complete.
   var head: ResponseHead { parser.head }
 
-  /// The body's sink for a 2xx response, made when the first body byte arrives.
-  private func makeSink() -> BodySink? {
+  /// The body's sink for an admitted response, made when the first body byte arrives: it keeps the
+  /// partial file's bytes before the admitted range.
+  private func makeSink(_ admission: BodyGate.Admission) -> BodySink? {
     switch spec.target {
     case .file(let path):
       do {
-        return try FileSink(path: path, keeping: try keptBytes(), holding: true)
+        let start = BodyGate.start(of: admission)
+        let sink = try FileSink(path: path, keeping: start, holding: true)
+        resumedFrom = start
+        return sink
       } catch {
         callbackFailure = error
         return nil
@@ -182,21 +199,6 @@ final class Transfer {
       }
       return memory
     }
-  }
-
-  /// The byte a 206 continues from, after checking that it answers the range asked for: it starts
-  /// at the offset and its total is the recorded one. A 200 starts over (0).
-  private func keptBytes() throws(TransferFailure) -> Int64 {
-    guard let resume = spec.resume, parser.head.status == 206 else { return 0 }
-    guard let range = ContentRange(parser.head["content-range"] ?? ""), range.start == resume.offset,
-      resume.total == nil || range.total == nil || range.total == resume.total
-    else {
-      throw TransferFailure(
-        code: "resume-restart",
-        message: "the server answered the range request with another range (\(parser.head["content-range"] ?? "none"))")
-    }
-    resumedFrom = resume.offset
-    return resume.offset
   }
 
   static func matches(_ spill: TransferSpec.Spill, head: ResponseHead) -> Bool {
@@ -224,11 +226,17 @@ final class Transfer {
     return head["last-modified"]
   }
 
-  /// The full length of the resource: from `Content-Range` on a 206, else `Content-Length`.
+  /// The full length of the resource, as the admitted response gives it (or the checkpoint).
   var totalLength: Int64? {
-    let head = parser.head
-    if head.status == 206 { return ContentRange(head["content-range"] ?? "")?.total }
-    return head.contentLength
+    admission.flatMap(BodyGate.total(of:))
+  }
+
+  /// The gate's word on the final response, asked once.
+  private func admitted() -> Result<BodyGate.Admission, TransferFailure> {
+    if let admission { return .success(admission) }
+    let result = gate.admit(parser.head)
+    if case .success(let admission) = result { self.admission = admission }
+    return result
   }
 
   /// The file sink, for checkpoints.
@@ -239,6 +247,7 @@ final class Transfer {
   private func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
     guard parser.head.isSuccess else {
       // Only 2xx bodies are kept; an error page is read and dropped.
+      moved += Int64(bytes.count)
       return bytes.count
     }
     if let bucket, !bucket.take(bytes.count) {
@@ -246,18 +255,36 @@ final class Transfer {
       return Int(ccurl_writefunc_pause)
     }
     if sink == nil {
-      sink = makeSink()
-      if sink == nil { return 0 }
+      switch admitted() {
+      case .failure(let failure):
+        callbackFailure = failure
+        return 0
+      case .success(.whole), .success(.range):
+        sink = admission.flatMap(makeSink)
+        if sink == nil { return 0 }
+      case .success:
+        return bytes.count
+      }
     }
     guard let sink, sink.write(bytes) else {
       callbackFailure = callbackFailure ?? self.sink?.failure
       return 0
     }
     received = sink.count
+    moved += Int64(bytes.count)
     return bytes.count
   }
 
+  /// Bytes of the body this attempt received (not those kept from before).
+  var bodyBytesReceived: Int64 { max(0, received - resumedFrom) }
+
+  /// Ends the attempt with `failure` (the engine's idle limit): `outcome` reports it.
+  func fail(_ failure: TransferFailure) {
+    callbackFailure = failure
+  }
+
   private func headerLine(_ bytes: UnsafeRawBufferPointer) -> Int {
+    moved += Int64(bytes.count)
     parser.consume(bytes)
     if parser.complete, parser.head.isSuccess {
       expected = parser.head.contentLength ?? -1
@@ -302,7 +329,15 @@ final class Transfer {
     return ccurl_seekfunc_ok
   }
 
-  private static let progressCallback: ccurl_xferinfo_callback = { _, _, _, _, _ in 0 }
+  private static let progressCallback: ccurl_xferinfo_callback = { context, _, _, _, sent in
+    guard let context else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    if sent != transfer.uploaded {
+      transfer.moved += Int64(sent) - transfer.uploaded
+      transfer.uploaded = Int64(sent)
+    }
+    return 0
+  }
 
   // MARK: - Outcome
 
@@ -314,37 +349,42 @@ final class Transfer {
       return .failure(failure)
     }
     if code != CURLE_OK {
-      var failure = FailureClassifier.classify(code, message: easy.message(for: code))
+      var failure = FailureClassifier.classify(code, message: easy.message(for: code), inHead: !parser.complete)
       failure.attempts = attempts
       return .failure(failure)
     }
     let head = parser.head
-    if head.status == 304, spec.conditional != nil {
+    let admission: BodyGate.Admission
+    switch admitted() {
+    case .failure(var failure):
+      failure.attempts = attempts
+      return .failure(failure)
+    case .success(let admitted): admission = admitted
+    }
+    switch admission {
+    case .notModified:
       return .success(
         TransferResult(
           head: head, size: 0, sha256: "", file: nil, body: nil, becameDownload: false, attempts: attempts,
           effectiveURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? spec.url, notModified: true))
-    }
-    if head.status == 416, let resume = spec.resume {
-      // The partial file may already hold everything: verify it against the recorded total.
-      guard resume.total == resume.offset, case .file(let path) = spec.target else {
-        return .failure(
-          TransferFailure(
-            code: "resume-restart", message: "the server cannot continue from byte \(resume.offset) (HTTP 416)",
-            attempts: attempts))
-      }
-      do {
-        sink = try FileSink(path: path, keeping: resume.offset)
-        resumedFrom = resume.offset
-      } catch {
-        return .failure(error)
-      }
-    } else if !head.isSuccess {
+    case .error:
       var failure = FailureClassifier.classify(status: head.status, reason: head.reason)
       failure.attempts = attempts
       return .failure(failure)
+    case .alreadyComplete(let total):
+      guard case .file(let path) = spec.target else {
+        return .failure(
+          TransferFailure(code: "resume-restart", message: "nothing to continue (HTTP 416)", attempts: attempts))
+      }
+      do {
+        sink = try FileSink(path: path, keeping: total)
+        resumedFrom = total
+      } catch {
+        return .failure(error)
+      }
+    case .whole, .range:
+      if sink == nil { sink = makeSink(admission) }
     }
-    if sink == nil { sink = makeSink() }
     guard let sink else {
       return .failure(
         callbackFailure ?? TransferFailure(code: "write", message: "no place to keep the body", attempts: attempts))
@@ -354,12 +394,9 @@ final class Transfer {
       failure.attempts = attempts
       return .failure(failure)
     case .success(let (size, sha256)):
-      if head.status != 416, let length = head.contentLength, head.encoding == nil, spec.method.uppercased() != "HEAD",
-        length != size - resumedFrom
-      {
-        return .failure(
-          TransferFailure(
-            code: "network", message: "the connection ended after \(size) of \(length) bytes", attempts: attempts))
+      if var failure = gate.verify(admission, received: size - resumedFrom) {
+        failure.attempts = attempts
+        return .failure(failure)
       }
       var file: String?
       var body: [UInt8]?

@@ -149,6 +149,9 @@ public struct TransferResult: Sendable {
   public var resumedFrom: Int64 = 0
   /// The server answered 304 to a conditional request: nothing was transferred.
   public var notModified = false
+  /// Body bytes received from the network in this run, over all attempts (not those kept from
+  /// an earlier run).
+  public var transferred: Int64 = 0
 
   /// The result with `sha256` computed from `body` where the engine left that to the run.
   public func withDigest() -> TransferResult {

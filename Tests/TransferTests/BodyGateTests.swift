@@ -1,0 +1,168 @@
+import Testing
+
+@testable import BatchDL
+
+/// The gate's table: every response a server can give to a request with or without a range, and
+/// what may be written of its body.
+@Suite struct BodyGateTests {
+  typealias Admission = BodyGate.Admission
+
+  func head(_ status: Int, _ fields: [(String, String)] = []) -> ResponseHead {
+    var head = ResponseHead()
+    head.status = status
+    head.fields = fields.map { ($0.0.lowercased(), $0.1) }
+    return head
+  }
+
+  func range(_ value: String, length: Int64? = nil) -> [(String, String)] {
+    var fields = [("content-range", value)]
+    if let length { fields.append(("content-length", String(length))) }
+    return fields
+  }
+
+  static let whole = BodyGate()
+  static let resumed = BodyGate(asked: .init(start: 600_000, end: nil, total: 1_000_000))
+  static let resumedUnknownTotal = BodyGate(asked: .init(start: 600_000, end: nil, total: nil))
+  static let segment = BodyGate(asked: .init(start: 100, end: 199, total: 1000))
+
+  struct Row: CustomTestStringConvertible, Sendable {
+    var name: String
+    var gate: BodyGate
+    var status: Int
+    var fields: [(String, String)]
+    /// The admission, or the failure code.
+    var expected: Result<Admission, Code>
+    var testDescription: String { name }
+
+    struct Code: Error, Equatable, Sendable {
+      var code: String
+      init(_ code: String) { self.code = code }
+    }
+  }
+
+  static let rows: [Row] = [
+    Row(
+      name: "200 without range", gate: whole, status: 200, fields: [("content-length", "10")],
+      expected: .success(.whole(length: 10))),
+    Row(name: "200 chunked", gate: whole, status: 200, fields: [], expected: .success(.whole(length: nil))),
+    Row(
+      name: "206 to no range, a middle part", gate: whole, status: 206,
+      fields: [("content-range", "bytes 50000-99999/100000")], expected: .failure(.init("range-mismatch"))),
+    Row(
+      name: "206 to no range, no Content-Range", gate: whole, status: 206, fields: [("content-length", "5")],
+      expected: .failure(.init("range-mismatch"))),
+    Row(
+      name: "206 to no range, a prefix", gate: whole, status: 206, fields: [("content-range", "bytes 0-49999/100000")],
+      expected: .failure(.init("range-mismatch"))),
+    Row(
+      name: "206 to no range, unknown total", gate: whole, status: 206, fields: [("content-range", "bytes 0-99/*")],
+      expected: .failure(.init("range-mismatch"))),
+    Row(
+      name: "206 to no range, the whole file", gate: whole, status: 206,
+      fields: [("content-range", "bytes 0-99999/100000")], expected: .success(.whole(length: 100_000))),
+    Row(
+      name: "206 with a Content-Length other than its range", gate: whole, status: 206,
+      fields: [("content-range", "bytes 0-99/100"), ("content-length", "50")],
+      expected: .failure(.init("range-mismatch"))),
+    Row(
+      name: "206 with an end before its start", gate: resumed, status: 206,
+      fields: [("content-range", "bytes 600000-5/1000000")], expected: .failure(.init("range-mismatch"))),
+    Row(
+      name: "206 with an end past its total", gate: resumed, status: 206,
+      fields: [("content-range", "bytes 600000-1000000/1000000")], expected: .failure(.init("range-mismatch"))),
+    Row(
+      name: "206 with a garbled Content-Range", gate: resumed, status: 206,
+      fields: [("content-range", "bytes=600000-")],
+      expected: .failure(.init("range-mismatch"))),
+    Row(
+      name: "206 with a content encoding", gate: resumed, status: 206,
+      fields: [("content-range", "bytes 600000-999999/1000000"), ("content-encoding", "gzip")],
+      expected: .failure(.init("range-mismatch"))),
+    Row(
+      name: "resume answered from the asked byte", gate: resumed, status: 206,
+      fields: [("content-range", "bytes 600000-999999/1000000")],
+      expected: .success(.range(start: 600_000, end: 999_999, total: 1_000_000))),
+    Row(
+      name: "resume answered short", gate: resumed, status: 206,
+      fields: [("content-range", "bytes 600000-799999/1000000")],
+      expected: .success(.range(start: 600_000, end: 799_999, total: 1_000_000))),
+    Row(
+      name: "resume answered from another byte", gate: resumed, status: 206,
+      fields: [("content-range", "bytes 500000-999999/1000000")], expected: .failure(.init("resume-restart"))),
+    Row(
+      name: "resume answered with another total", gate: resumed, status: 206,
+      fields: [("content-range", "bytes 600000-1199999/1200000")], expected: .failure(.init("resume-restart"))),
+    Row(
+      name: "resume answered with an unknown total", gate: resumed, status: 206,
+      fields: [("content-range", "bytes 600000-999999/*")],
+      expected: .success(.range(start: 600_000, end: 999_999, total: 1_000_000))),
+    Row(
+      name: "resume of unknown total, unknown again", gate: resumedUnknownTotal, status: 206,
+      fields: [("content-range", "bytes 600000-999999/*")],
+      expected: .success(.range(start: 600_000, end: 999_999, total: nil))),
+    Row(
+      name: "resume answered with 200", gate: resumed, status: 200, fields: [("content-length", "1000000")],
+      expected: .success(.whole(length: 1_000_000))),
+    Row(
+      name: "resume at the total answered 416", gate: BodyGate(asked: .init(start: 1000, end: nil, total: 1000)),
+      status: 416, fields: [("content-range", "bytes */1000")], expected: .success(.alreadyComplete(total: 1000))),
+    Row(
+      name: "resume at the total answered 416 of another length",
+      gate: BodyGate(asked: .init(start: 1000, end: nil, total: 1000)), status: 416,
+      fields: [("content-range", "bytes */2000")], expected: .failure(.init("resume-restart"))),
+    Row(
+      name: "resume short of the total answered 416", gate: resumed, status: 416, fields: [],
+      expected: .failure(.init("resume-restart"))),
+    Row(name: "416 to no range", gate: whole, status: 416, fields: [], expected: .success(.error)),
+    Row(
+      name: "segment answered exactly", gate: segment, status: 206, fields: [("content-range", "bytes 100-199/1000")],
+      expected: .success(.range(start: 100, end: 199, total: 1000))),
+    Row(
+      name: "segment answered past its end", gate: segment, status: 206,
+      fields: [("content-range", "bytes 100-299/1000")],
+      expected: .failure(.init("range-mismatch"))),
+    Row(name: "404", gate: whole, status: 404, fields: [], expected: .success(.error)),
+    Row(name: "304 unasked", gate: whole, status: 304, fields: [], expected: .success(.error)),
+    Row(
+      name: "304 asked", gate: BodyGate(conditional: true), status: 304, fields: [], expected: .success(.notModified)),
+  ]
+
+  @Test(arguments: rows) func admits(_ row: Row) {
+    let result = row.gate.admit(head(row.status, row.fields))
+    switch (result, row.expected) {
+    case (.success(let got), .success(let want)):
+      #expect(got == want)
+    case (.failure(let got), .failure(let want)):
+      #expect(got.code == want.code, "\(got.message)")
+    default:
+      Issue.record("got \(result), expected \(row.expected)")
+    }
+  }
+
+  @Test func aWholeBodyMustHaveItsDeclaredLength() {
+    #expect(Self.whole.verify(.whole(length: 10), received: 10) == nil)
+    #expect(Self.whole.verify(.whole(length: 10), received: 9)?.code == "network")
+    #expect(Self.whole.verify(.whole(length: nil), received: 9) == nil)
+    #expect(BodyGate(isHead: true).verify(.whole(length: 10), received: 0) == nil)
+  }
+
+  @Test func aRangeMustBeCompleteAndReachTheEndOfTheFile() {
+    let full = Admission.range(start: 600_000, end: 999_999, total: 1_000_000)
+    #expect(Self.resumed.verify(full, received: 400_000) == nil)
+    #expect(Self.resumed.verify(full, received: 399_999)?.code == "network")
+    let short = Admission.range(start: 600_000, end: 799_999, total: 1_000_000)
+    #expect(Self.resumed.verify(short, received: 200_000)?.code == "incomplete")
+    let unknown = Admission.range(start: 600_000, end: 799_999, total: nil)
+    #expect(Self.resumedUnknownTotal.verify(unknown, received: 200_000)?.code == "incomplete")
+    // A segment is complete when its own range is.
+    #expect(Self.segment.verify(.range(start: 100, end: 199, total: 1000), received: 100) == nil)
+  }
+
+  @Test func aDecodedBodyIsNotHeldToItsEncodedLength() {
+    let gate = BodyGate(decodes: true)
+    let admitted = gate.admit(head(200, [("content-length", "10"), ("content-encoding", "gzip")]))
+    #expect((try? admitted.get()) == .whole(length: nil))
+    let raw = Self.whole.admit(head(200, [("content-length", "10"), ("content-encoding", "gzip")]))
+    #expect((try? raw.get()) == .whole(length: 10))
+  }
+}
