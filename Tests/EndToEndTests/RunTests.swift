@@ -283,6 +283,76 @@ import Testing
     #expect(echoed.header("cookie") == nil)
   }
 
+  /// Every header treated as a secret stays with its origin: the well-known ones and any whose
+  /// value came from `${VAR}`; a redirect within the origin keeps them (and URL credentials).
+  @Test func everySecretHeaderStaysWithItsOrigin() throws {
+    let fixture = try RunFixture()
+    let other = try TestHTTPServer()
+    defer { other.stop() }
+    other.route("/echo", .echoHeaders)
+    fixture.server.route("/echo", .echoHeaders)
+    fixture.server.route("/away", .redirect(status: 302, location: other.url("/echo")))
+    fixture.server.route("/near", .redirect(status: 301, location: "/hop"))
+    fixture.server.route("/hop", .redirect(status: 307, location: fixture.server.url("/echo")))
+    let userURL = fixture.server.baseURL.replacingOccurrences(of: "http://", with: "http://u:p4ss-word@")
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        main:
+          headers:
+            X-Api-Key: "key-1"
+            X-Auth-Token: "token-2"
+            X-Custom: "${E2E_SECRET}"
+            X-Plain: "visible"
+          tasks:
+            - download: BASE/away
+              to: away.json
+            - download: \(userURL)/near
+              to: near.json
+      """)
+    let result = try fixture.run(environment: ["E2E_SECRET": "tok-3f9a7c1d"])
+    #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    #expect(fixture.server.requests(for: "/away").first?.header("x-api-key") == "key-1")
+    let away = try #require(other.requests(for: "/echo").first)
+    #expect(away.header("x-api-key") == nil)
+    #expect(away.header("x-auth-token") == nil)
+    #expect(away.header("x-custom") == nil)
+    #expect(away.header("x-plain") == "visible")
+    let near = try #require(fixture.server.requests(for: "/echo").first)
+    #expect(near.header("x-api-key") == "key-1")
+    #expect(near.header("x-auth-token") == "token-2")
+    #expect(near.header("x-custom") == "tok-3f9a7c1d")
+    #expect(near.header("authorization")?.hasPrefix("Basic ") == true)
+    #expect(try fixture.tasks()["near.json"]?["outcome"] as? String == "completed")
+  }
+
+  /// Redirects that batchdl follows itself keep libcurl's limits: http and https only, 10 hops.
+  @Test func selfFollowedRedirectsKeepTheLimits() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/loop", .redirect(status: 302, location: "/loop"))
+    fixture.server.route("/file", .redirect(status: 302, location: "file:///etc/passwd"))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        main:
+          headers: {X-Api-Key: "key-1"}
+          tasks:
+            - download: BASE/loop
+              to: loop.bin
+            - download: BASE/file
+              to: file.bin
+      """)
+    let result = try fixture.run()
+    #expect(result.status == 1)
+    let tasks = try fixture.tasks()
+    #expect((tasks["loop.bin"]?["error"] as? [String: Any])?["code"] as? String == "too-many-redirects")
+    #expect((tasks["file.bin"]?["error"] as? [String: Any])?["code"] as? String == "protocol")
+    #expect(fixture.server.requests(for: "/loop").count == 11)
+    #expect(!fixture.folder.exists("loop.bin") && !fixture.folder.exists("file.bin"))
+  }
+
   /// Handles are reused within a session: nothing of one task's request may reach the next.
   @Test func aReusedHandleCarriesNothingOfTheTaskBefore() throws {
     let fixture = try RunFixture()

@@ -450,6 +450,11 @@ public final class Runner: TransferObserver {
       retry: session.retry, rateLimit: session.network.rateLimit,
       hostKey: plan.hosts[Int(request.host)], hostLimit: session.network.maxConnectionsPerHost,
       sessionKey: Int(request.session), sessionLimit: session.network.maxConcurrent, insecure: session.insecure)
+    spec.originOnlyHeaders = Set(
+      headers.lazy.filter {
+        Redactor.sensitiveHeaders.contains($0.name.lowercased()) || self.redactor.text($0.value) != $0.value
+      }
+      .map { $0.name.lowercased() })
     spec.decodeContent = tasks.allSatisfy { $0.kind == .data }
     spec.cookieJar = cookieJars[Int(request.session)]
     spec.waitsForConnectivity = session.network.waitsForConnectivity

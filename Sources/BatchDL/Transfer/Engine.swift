@@ -100,6 +100,8 @@ public final class Engine {
     var key = 0
     /// Body bytes received from the network in this run, over all attempts.
     var transferred: Int64 = 0
+    /// Redirects followed by the engine in the current attempt.
+    var redirects = 0
   }
 
   private let multi: MultiHandle
@@ -434,6 +436,11 @@ public final class Engine {
     hostActive[jobs[job].spec.hostKey, default: 1] -= 1
     sessionActive[jobs[job].spec.sessionKey, default: 1] -= 1
     unblock()
+    if code == CURLE_OK, !cancelled.isSet, let location = transfer.redirect {
+      follow(job, to: location, status: transfer.head.status)
+      return
+    }
+    jobs[job].redirects = 0
     jobs[job].transferred += transfer.bodyBytesReceived
     var outcome = transfer.outcome(code, attempts: jobs[job].attempts)
     if case .success(var result) = outcome {
@@ -476,6 +483,28 @@ public final class Engine {
       observer?.transferCheckpoints([point])
     }
     complete(job, outcome)
+  }
+
+  /// Sends the next hop of a redirect that the engine follows itself (at most 10, as libcurl).
+  private func follow(_ job: Int, to location: String, status: Int) {
+    jobs[job].redirects += 1
+    jobs[job].attempts -= 1
+    guard jobs[job].redirects <= 10 else {
+      complete(
+        job,
+        .failure(
+          TransferFailure(
+            code: "too-many-redirects", message: "more than 10 redirects", attempts: jobs[job].attempts + 1)))
+      return
+    }
+    switch jobs[job].spec.following(location, status: status) {
+    case .success(let next):
+      jobs[job].spec = next
+      start(job, now: Self.now())
+    case .failure(var failure):
+      failure.attempts = jobs[job].attempts + 1
+      complete(job, .failure(failure))
+    }
   }
 
   /// Keeps a finished transfer's handle for the session's next one (at most `globalLimit` each).

@@ -61,7 +61,7 @@ final class Transfer {
     try easy.set(CURLOPT_URL, spec.url)
     try easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
     try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-    try easy.set(CURLOPT_FOLLOWLOCATION, 1)
+    try easy.set(CURLOPT_FOLLOWLOCATION, spec.followsRedirectsItself ? 0 : 1)
     try easy.set(CURLOPT_MAXREDIRS, 10)
     try easy.set(CURLOPT_NOSIGNAL, 1)
     try easy.set(CURLOPT_HTTP_VERSION, ccurl_http_version_2tls)
@@ -237,6 +237,12 @@ final class Transfer {
     let result = gate.admit(parser.head)
     if case .success(let admission) = result { self.admission = admission }
     return result
+  }
+
+  /// Where a redirect the engine follows itself points (absolute), when this response is one.
+  var redirect: String? {
+    guard spec.followsRedirectsItself, [301, 302, 303, 307, 308].contains(parser.head.status) else { return nil }
+    return easy.info(string: CURLINFO_REDIRECT_URL)
   }
 
   /// The file sink, for checkpoints.

@@ -107,6 +107,10 @@ public struct TransferSpec: Sendable {
   public var waitsForConnectivity = false
   /// An interface to bind to (`CURLOPT_INTERFACE`, `if!NAME`), chosen by the network policy.
   public var interface: String?
+  /// Names (lower-case) of headers that must never reach another origin (credentials, tokens,
+  /// values from `${VAR}`): when there are any, batchdl follows redirects itself and drops them
+  /// when a redirect leaves the origin.
+  public var originOnlyHeaders: Set<String> = []
 
   public init(
     method: String, url: String, headers: [String], body: Body, target: Target, requestTimeout: Interval,

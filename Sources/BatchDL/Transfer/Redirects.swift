@@ -1,0 +1,51 @@
+/// Redirects that batchdl follows itself: when a request carries headers that must stay with
+/// their origin (credentials, tokens, `${VAR}` values), libcurl would send every custom header to
+/// wherever a redirect points. The engine then follows each hop with the next request made here.
+extension TransferSpec {
+  /// Whether batchdl, not libcurl, follows this request's redirects.
+  var followsRedirectsItself: Bool { !originOnlyHeaders.isEmpty }
+
+  /// The request for the next hop of a redirect with `status` to `location` (absolute, as libcurl
+  /// resolved it): headers that must stay with their origin are dropped when the hop leaves it
+  /// (scheme, host or port), a `303` (and a `301` or `302` to a `POST`) becomes a `GET` without a
+  /// body, and only http and https are followed.
+  func following(_ location: String, status: Int) -> Result<TransferSpec, TransferFailure> {
+    let normalizer = URLNormalizer()
+    let next: NormalizedURL
+    switch normalizer.normalize(location) {
+    case .success(let url): next = url
+    case .failure(let problem):
+      return .failure(
+        TransferFailure(code: "protocol", message: "the server redirected to a URL that is refused: \(problem)"))
+    }
+    var spec = self
+    spec.url = location
+    let current = try? normalizer.normalize(url).get()
+    if current?.scheme != next.scheme || current?.authority != next.authority {
+      spec.headers.removeAll { line in
+        let name = line.split(separator: ":", maxSplits: 1).first.map { $0.lowercased() } ?? ""
+        return originOnlyHeaders.contains(name)
+      }
+    } else if let userInfo = Self.userInfo(url), Self.userInfo(location) == nil,
+      let schemeEnd = location.range(of: "://")
+    {
+      // libcurl sends URL credentials to the same origin again; so does batchdl.
+      spec.url = String(location[..<schemeEnd.upperBound]) + userInfo + "@" + location[schemeEnd.upperBound...]
+    }
+    let method = method.uppercased()
+    if status == 303 && method != "HEAD" || (status == 301 || status == 302) && method == "POST" {
+      spec.method = "GET"
+      spec.body = .none
+    }
+    return .success(spec)
+  }
+
+  /// The `user:password` part of a URL, when it has one.
+  private static func userInfo(_ url: String) -> String? {
+    guard let schemeEnd = url.range(of: "://") else { return nil }
+    let rest = url[schemeEnd.upperBound...]
+    let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+    guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return nil }
+    return String(rest[..<at])
+  }
+}
