@@ -327,7 +327,20 @@ private struct PlanBuilder {
       }
       return nil
     }
-    return PathRules.join(session.dest, relative)
+    let destination = PathRules.join(session.dest, relative)
+    // File names appear in reports and the state folder, and on disk: none may hold a secret.
+    let masked = redactor.text(destination)
+    if masked != destination {
+      if !quiet {
+        let source = to == nil || isFolder ? "named after the URL, " : ""
+        diagnostics.error(
+          mark,
+          "\(source)the destination '\(masked)' would hold the value of a secret ${VAR} (used in the URL, a header, a body or a form field, and in no path), which reports and the state folder never show: name the file with 'to:' without it"
+        )
+      }
+      return nil
+    }
+    return destination
   }
 
   /// Adds a task, creating or sharing its request. Returns the new task, or the earlier task an exact

@@ -79,6 +79,7 @@ final class Transfer {
     try easy.setProgressCallback(Transfer.progressCallback)
 
     var headers = spec.headers
+    try moveCookies(from: &headers)
     if let resume = spec.resume {
       headers.append("Range: bytes=\(resume.offset)-")
       headers.append("If-Range: \(resume.validator)")
@@ -94,6 +95,63 @@ final class Transfer {
     }
     try configureBody(&headers)
     try easy.set(CURLOPT_HTTPHEADER, list: headers)
+  }
+
+  /// The origin (`scheme://host[:port]`) the manifest's cookies may go to, while `CURLOPT_COOKIE`
+  /// holds them; nil when there are none, or once a redirect left that origin.
+  private var cookieOrigin: String?
+
+  /// The manifest's `Cookie` headers go out through `CURLOPT_COOKIE`: libcurl appends them to the
+  /// session jar's cookies for the URL on one `Cookie:` line (a `Cookie` header of its own would be
+  /// a second line). libcurl would send that option to any host a redirect leads to, so
+  /// `headerLine` clears it when a `Location` leaves the request's origin.
+  private func moveCookies(from headers: inout [String]) throws {
+    var pairs: [String] = []
+    headers.removeAll { line in
+      guard let colon = line.firstIndex(of: ":"), Self.trimmed(line[..<colon]).lowercased() == "cookie" else {
+        return false
+      }
+      let value = Self.trimmed(line[line.index(after: colon)...])
+      if !value.isEmpty { pairs.append(value) }
+      return true
+    }
+    guard !pairs.isEmpty else { return }
+    try easy.set(CURLOPT_COOKIE, pairs.joined(separator: "; "))
+    cookieOrigin = Self.origin(of: spec.url) ?? ""
+  }
+
+  /// `scheme://host[:port]` of an absolute URL, nil when it is not one.
+  private static func origin(of url: String) -> String? {
+    guard case .success(let normalized) = URLNormalizer().normalize(url) else { return nil }
+    return normalized.scheme + "://" + normalized.authority
+  }
+
+  private static func trimmed(_ text: Substring) -> String {
+    guard let first = text.firstIndex(where: { !$0.isWhitespace }),
+      let last = text.lastIndex(where: { !$0.isWhitespace })
+    else { return "" }
+    return String(text[first...last])
+  }
+
+  /// Clears `CURLOPT_COOKIE` when `line` is a `Location` that leads to another origin (a relative
+  /// reference stays at the origin).
+  private func dropCookiesOnCrossOriginLocation(_ bytes: UnsafeRawBufferPointer) {
+    guard let origin = cookieOrigin, bytes.count > 9 else { return }
+    let line = String(decoding: bytes, as: UTF8.self)
+    guard line.prefix(9).lowercased() == "location:" else { return }
+    var target = Self.trimmed(line.dropFirst(9))
+    if target.hasPrefix("//") {
+      target = String(origin.prefix { $0 != ":" }) + ":" + target
+    } else {
+      // A scheme is letters, digits, `+`, `-` and `.` before the first `:`; without one the
+      // reference is relative.
+      let head = target.prefix { $0 != ":" && $0 != "/" && $0 != "?" && $0 != "#" }
+      guard head.count < target.count, target[head.endIndex] == ":" else { return }
+    }
+    if Self.origin(of: target) != origin {
+      try? easy.set(CURLOPT_COOKIE, pointer: nil)
+      cookieOrigin = nil
+    }
   }
 
   private func configureBody(_ headers: inout [String]) throws {
@@ -258,6 +316,7 @@ final class Transfer {
   }
 
   private func headerLine(_ bytes: UnsafeRawBufferPointer) -> Int {
+    if cookieOrigin != nil { dropCookiesOnCrossOriginLocation(bytes) }
     parser.consume(bytes)
     if parser.complete, parser.head.isSuccess {
       expected = parser.head.contentLength ?? -1
