@@ -98,7 +98,9 @@ import Testing
     let validate = try BinaryRunner.run(
       ["validate", "manifest.yaml"], in: fixture.folder.path, environment: environment)
     #expect(validate.status == 2)
-    #expect(validate.stderr.contains("manifest.yaml:5:19: error: named after the URL"), "\(validate.stderr)")
+    #expect(
+      validate.stderr.contains("manifest.yaml:5:19: error: the file would be named after the URL"), "\(validate.stderr)"
+    )
     #expect(validate.stderr.contains("'to:'"))
     let refused = try fixture.run(environment: environment)
     #expect(refused.status == 2)

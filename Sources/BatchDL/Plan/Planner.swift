@@ -332,10 +332,13 @@ private struct PlanBuilder {
     let masked = redactor.text(destination)
     if masked != destination {
       if !quiet {
-        let source = to == nil || isFolder ? "named after the URL, " : ""
+        let secret = "holds the value of a secret ${VAR} (one used in the URL, a header, a body or a form field)"
+        let stored = "file names are kept in the state folder and reports, which never hold a secret"
         diagnostics.error(
           mark,
-          "\(source)the destination '\(masked)' would hold the value of a secret ${VAR} (used in the URL, a header, a body or a form field, and in no path), which reports and the state folder never show: name the file with 'to:' without it"
+          to == nil || isFolder
+            ? "the file would be named after the URL, as '\(masked)', which \(secret): \(stored); add 'to:' with a file name"
+            : "the destination '\(masked)' \(secret): \(stored); choose a name without it (a variable also written in 'to:' or 'dest' is a path, not a secret)"
         )
       }
       return nil
