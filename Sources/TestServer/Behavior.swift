@@ -16,11 +16,13 @@ public struct RecordedRequest: Sendable, Equatable {
   public var body: [UInt8]
   /// Which TCP connection carried the request (1 for the server's first connection, and so on).
   public var connectionID: Int
+  /// How many header lines each (lower-cased) name had: `headers` joins repeated lines.
+  public var headerLines: [String: Int]
 
   /// Makes a request record (tests of handlers may build their own).
   public init(
     method: String, path: String, query: String? = nil, version: String = "HTTP/1.1",
-    headers: [String: String] = [:], body: [UInt8] = [], connectionID: Int = 0
+    headers: [String: String] = [:], body: [UInt8] = [], connectionID: Int = 0, headerLines: [String: Int]? = nil
   ) {
     self.method = method
     self.path = path
@@ -29,11 +31,17 @@ public struct RecordedRequest: Sendable, Equatable {
     self.headers = headers
     self.body = body
     self.connectionID = connectionID
+    self.headerLines = headerLines ?? headers.mapValues { _ in 1 }
   }
 
   /// The value of header `name` (any case), or nil.
   public func header(_ name: String) -> String? {
     headers[name.lowercased()]
+  }
+
+  /// How many `name:` lines (any case) the request had.
+  public func headerLineCount(_ name: String) -> Int {
+    headerLines[name.lowercased()] ?? 0
   }
 
   /// The body decoded as UTF-8.

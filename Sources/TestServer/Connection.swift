@@ -140,10 +140,12 @@ final class Connection: @unchecked Sendable {
     let method = String(requestLine[0])
     let version = String(requestLine[2])
     var headers: [String: String] = [:]
+    var headerLines: [String: Int] = [:]
     for line in lines.dropFirst() {
       guard let colon = line.firstIndex(of: ":") else { return .bad(400, "bad header line") }
       let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
       let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+      headerLines[name, default: 0] += 1
       if let earlier = headers[name] {
         headers[name] = earlier + ", " + value
       } else {
@@ -177,7 +179,8 @@ final class Connection: @unchecked Sendable {
     let wantsClose =
       connectionHeader.contains("close") || (version == "HTTP/1.0" && !connectionHeader.contains("keep-alive"))
     let request = RecordedRequest(
-      method: method, path: path, query: query, version: version, headers: headers, body: body, connectionID: id)
+      method: method, path: path, query: query, version: version, headers: headers, body: body, connectionID: id,
+      headerLines: headerLines)
     return .request(ParsedRequest(request: request, wantsClose: wantsClose))
   }
 

@@ -35,6 +35,8 @@ struct ManifestDecoder {
   let environment: [String: String]
   var diagnostics = Diagnostics()
   var secrets: [Secret] = []
+  /// Names of the variables expanded in paths.
+  var pathVariables: Set<String> = []
 
   init(file: String, environment: [String: String]) {
     self.file = file
@@ -92,7 +94,10 @@ struct ManifestDecoder {
     } else {
       diagnostics.error(root.mark, "missing 'sessions:': a manifest declares at least one session with its tasks")
     }
-    return Manifest(path: path, directory: directory, version: version, sessions: sessions, secrets: secrets)
+    // A variable also written in a path (`dest`, `to`, `from`, `body_file`, `list`) names files on
+    // disk, which reports and the state folder show: it is not a secret.
+    let kept = secrets.filter { !pathVariables.contains($0.name) }
+    return Manifest(path: path, directory: directory, version: version, sessions: sessions, secrets: kept)
   }
 
   // MARK: - Sessions
@@ -614,6 +619,8 @@ struct ManifestDecoder {
     case .success(let result):
       if expand == .secret {
         for secret in result.substituted where !secrets.contains(secret) { secrets.append(secret) }
+      } else {
+        for variable in result.substituted { pathVariables.insert(variable.name) }
       }
       return result.text
     case .failure(let problem):

@@ -327,7 +327,23 @@ private struct PlanBuilder {
       }
       return nil
     }
-    return PathRules.join(session.dest, relative)
+    let destination = PathRules.join(session.dest, relative)
+    // File names appear in reports and the state folder, and on disk: none may hold a secret.
+    let masked = redactor.text(destination)
+    if masked != destination {
+      if !quiet {
+        let secret = "holds the value of a secret ${VAR} (one used in the URL, a header, a body or a form field)"
+        let stored = "file names are kept in the state folder and reports, which never hold a secret"
+        diagnostics.error(
+          mark,
+          to == nil || isFolder
+            ? "the file would be named after the URL, as '\(masked)', which \(secret): \(stored); add 'to:' with a file name"
+            : "the destination '\(masked)' \(secret): \(stored); choose a name without it (a variable also written in 'to:' or 'dest' is a path, not a secret)"
+        )
+      }
+      return nil
+    }
+    return destination
   }
 
   /// Adds a task, creating or sharing its request. Returns the new task, or the earlier task an exact

@@ -16,13 +16,8 @@ public struct PlanListing {
     self.plan = plan
     self.shard = shard
     self.shardCount = shard?.count ?? shardCount
-    // Normalized URLs carry a secret percent-encoded (`a|b` as `a%7Cb`): mask that spelling too.
-    let secrets = plan.manifest.secrets
-    let encoded = secrets.compactMap { secret in
-      let value = URLNormalizer.normalizePercent(secret.value)
-      return value == secret.value ? nil : Secret(name: secret.name, value: value)
-    }
-    self.redactor = Redactor(secrets: secrets + encoded)
+    // The redactor knows the encoded spellings normalized URLs carry (`a|b` as `a%7Cb`).
+    self.redactor = Redactor(secrets: plan.manifest.secrets)
   }
 
   /// Positions (1-based) of requests in the scheduled order.

@@ -10,20 +10,72 @@ public struct Redactor: Sendable {
 
   public static let mask = "<redacted>"
 
-  /// Values to replace, longest first so that a value containing another is masked whole.
+  /// Values to replace, longest first so that a value containing another is masked whole: each
+  /// secret as written and as it looks once encoded (see `spellings`).
   private let secrets: [(value: String, replacement: String)]
+  /// The secrets as written, to find one that a mix of encoded and literal bytes still hides.
+  private let rawValues: [String]
 
   public init(secrets: [Secret] = []) {
-    self.secrets =
-      secrets
-      .filter { $0.value.count >= 4 }
-      .map { (value: $0.value, replacement: "${\($0.name)}") }
-      .sorted { $0.value.count > $1.value.count }
+    let kept = secrets.filter { $0.value.count >= 4 }
+    var seen: Set<String> = []
+    var pairs: [(value: String, replacement: String)] = []
+    for secret in kept {
+      for spelling in Self.spellings(of: secret.value) where spelling.count >= 4 && seen.insert(spelling).inserted {
+        pairs.append((value: spelling, replacement: "${\(secret.name)}"))
+      }
+    }
+    self.secrets = pairs.sorted { $0.value.count > $1.value.count }
+    self.rawValues = kept.map(\.value)
   }
 
-  /// `text` with every known secret value replaced by its `${NAME}`.
+  /// Every form a value takes on its way into a request: as written, as URL normalization leaves it
+  /// (`a|b` as `a%7Cb`), percent-encoded whole (upper- and lower-case hex), form-encoded (space as
+  /// `+`), and Base64 (standard and URL-safe, with and without padding).
+  static func spellings(of value: String) -> [String] {
+    let bytes = Array(value.utf8)
+    var result = [value, URLNormalizer.normalizePercent(value)]
+    result.append(percentEncoded(bytes, hex: upperHex, spaceAsPlus: false))
+    result.append(percentEncoded(bytes, hex: lowerHex, spaceAsPlus: false))
+    result.append(percentEncoded(bytes, hex: upperHex, spaceAsPlus: true))
+    let base64 = Data(bytes).base64EncodedString()
+    let unpadded = String(base64.prefix { $0 != "=" })
+    let urlSafe = String(unpadded.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })
+    result += [base64, unpadded, urlSafe]
+    return result
+  }
+
+  private static let upperHex = Array("0123456789ABCDEF".utf8)
+  private static let lowerHex = Array("0123456789abcdef".utf8)
+
+  /// Every byte but the unreserved ones (`A-Z a-z 0-9 - . _ ~`) as `%XX`.
+  private static func percentEncoded(_ bytes: [UInt8], hex: [UInt8], spaceAsPlus: Bool) -> String {
+    var out: [UInt8] = []
+    out.reserveCapacity(bytes.count * 3)
+    for byte in bytes {
+      switch byte {
+      case 0x41...0x5A, 0x61...0x7A, 0x30...0x39, 0x2D, 0x2E, 0x5F, 0x7E: out.append(byte)
+      case 0x20 where spaceAsPlus: out.append(0x2B)
+      default: out += [0x25, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+      }
+    }
+    return String(decoding: out, as: UTF8.self)
+  }
+
+  /// `text` with every known secret value, in any of its spellings, replaced by its `${NAME}`. When
+  /// a secret is still there once `%XX` sequences are decoded (a mix of encoded and literal bytes),
+  /// the decoded text is masked instead.
   public func text(_ text: String) -> String {
     guard !secrets.isEmpty else { return text }
+    let result = replacingSecrets(in: text)
+    if result.utf8.contains(0x25) {
+      let decoded = URLNormalizer.percentDecode(result)
+      if rawValues.contains(where: { decoded.contains($0) }) { return replacingSecrets(in: decoded) }
+    }
+    return result
+  }
+
+  private func replacingSecrets(in text: String) -> String {
     var result = text
     for secret in secrets where result.contains(secret.value) {
       result = result.replacingAll(secret.value, with: secret.replacement)

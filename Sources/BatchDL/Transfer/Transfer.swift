@@ -91,6 +91,7 @@ final class Transfer {
     try easy.setProgressCallback(Transfer.progressCallback)
 
     var headers = spec.headers
+    try moveCookies(from: &headers)
     if let resume = spec.resume {
       headers.append("Range: bytes=\(resume.offset)-")
       headers.append("If-Range: \(resume.validator)")
@@ -106,6 +107,32 @@ final class Transfer {
     }
     try configureBody(&headers)
     try easy.set(CURLOPT_HTTPHEADER, list: headers)
+  }
+
+  /// The manifest's `Cookie` headers go out through `CURLOPT_COOKIE`: libcurl appends them to the
+  /// session jar's cookies for the URL on one `Cookie:` line (a `Cookie` header of its own would be
+  /// a second line). libcurl would send that option to any host a redirect leads to: a request
+  /// with a `Cookie` header has its redirects followed by the engine (`followsRedirectsItself`),
+  /// which drops the header when a hop leaves the origin.
+  private func moveCookies(from headers: inout [String]) throws {
+    var pairs: [String] = []
+    headers.removeAll { line in
+      guard let colon = line.firstIndex(of: ":"), Self.trimmed(line[..<colon]).lowercased() == "cookie" else {
+        return false
+      }
+      let value = Self.trimmed(line[line.index(after: colon)...])
+      if !value.isEmpty { pairs.append(value) }
+      return true
+    }
+    guard !pairs.isEmpty else { return }
+    try easy.set(CURLOPT_COOKIE, pairs.joined(separator: "; "))
+  }
+
+  private static func trimmed(_ text: Substring) -> String {
+    guard let first = text.firstIndex(where: { !$0.isWhitespace }),
+      let last = text.lastIndex(where: { !$0.isWhitespace })
+    else { return "" }
+    return String(text[first...last])
   }
 
   private func configureBody(_ headers: inout [String]) throws {
