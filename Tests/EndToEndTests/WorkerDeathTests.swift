@@ -81,8 +81,11 @@ import Testing
   @Test func waitRightAfterRunWaitsForAWorkerThatIsStarting() throws {
     let fixture = try RunFixture()
     fixture.server.route(
-      "/slow", .file(FileResource(body: Array(repeating: 7, count: 200_000), etag: .strong("s"),
-        trickle: Trickle(chunkBytes: 20_000, interval: 0.05))))
+      "/slow",
+      .file(
+        FileResource(
+          body: Array(repeating: 7, count: 200_000), etag: .strong("s"),
+          trickle: Trickle(chunkBytes: 20_000, interval: 0.05))))
     fixture.manifest(
       """
       version: 1

@@ -117,7 +117,7 @@ public final class Runner: TransferObserver {
       throw .locked(held)
     } catch let error as SystemError where error.code == ENOSPC {
       throw .state(
-        StateError(kind: .diskFull, database: state.database, manifest: plan.manifest.path, detail: error.description))
+        StateError(kind: .diskFull, database: state.database, arguments: state.arguments, detail: error.description))
     } catch {
       throw .setup("cannot use the state folder \(stateFolder): \(error)")
     }

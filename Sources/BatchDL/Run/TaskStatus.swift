@@ -199,7 +199,7 @@ public struct StateMaintenance {
       try store.save(budgets: [], removing: try store.budgets().keys.map { $0 })
       return partials
     } catch {
-      throw StateError(error, database: folder.database, manifest: folder.manifest)
+      throw StateError(error, database: folder.database, arguments: folder.arguments)
     }
   }
 }

@@ -16,19 +16,19 @@ public struct StateError: Error, CustomStringConvertible {
   public var kind: Kind
   /// The database file.
   public var database: String
-  /// The manifest as the command was given it, for the advice.
-  public var manifest: String
+  /// The manifest (and `--state DIR`) as the command was given them, for the advice.
+  public var arguments: String
   public var detail: String
 
-  public init(kind: Kind, database: String, manifest: String, detail: String) {
+  public init(kind: Kind, database: String, arguments: String, detail: String) {
     self.kind = kind
     self.database = database
-    self.manifest = manifest
+    self.arguments = arguments
     self.detail = detail
   }
 
   /// The error of SQLite (or of the file system under it) while `database` was used.
-  public init(_ error: SQLiteError, database: String, manifest: String) {
+  public init(_ error: SQLiteError, database: String, arguments: String) {
     let kind: Kind
     if error.isDiskFull {
       kind = .diskFull
@@ -39,7 +39,7 @@ public struct StateError: Error, CustomStringConvertible {
     } else {
       kind = .unusable
     }
-    self.init(kind: kind, database: database, manifest: manifest, detail: error.message)
+    self.init(kind: kind, database: database, arguments: arguments, detail: error.message)
   }
 
   public var description: String {
@@ -47,7 +47,7 @@ public struct StateError: Error, CustomStringConvertible {
     switch kind {
     case .damaged:
       return
-        "the state database \(database) is damaged (\(detail)); run 'batchdl cache clear --yes \(manifest)' to "
+        "the state database \(database) is damaged (\(detail)); run 'batchdl cache clear --yes \(arguments)' to "
         + "remove it: earlier results are forgotten, so finished files are downloaded again"
     case .diskFull:
       return "the disk holding the state folder \(folder) is full (\(detail)); free some space and run again"
@@ -83,8 +83,8 @@ public struct StateFolder: Sendable {
   public let base: String
   /// The shard whose state this is, when a sharded run keeps it apart.
   public let shard: Shard?
-  /// The manifest as the command was given it (for messages).
-  public let manifest: String
+  /// The manifest (and `--state DIR`) as the command was given them, for advice in messages.
+  public let arguments: String
   /// This manifest's rows in the database.
   public let scope: StateScope
 
@@ -94,22 +94,22 @@ public struct StateFolder: Sendable {
     let directory = Self.normalize(manifest.absoluteDirectory)
     base = Self.normalize(option.map(Self.absolute) ?? directory + "/" + Self.defaultName)
     self.shard = shard
-    self.manifest = manifest.path
+    arguments = ([manifest.path] + (option.map { ["--state", $0] } ?? [])).map(Self.quoted).joined(separator: " ")
     scope = StateScope(
       manifest: Self.relative(directory + "/" + FileAccess.name(of: manifest.path), from: base),
       directory: manifest.absoluteDirectory)
   }
 
-  private init(base: String, shard: Shard?, manifest: String, scope: StateScope) {
+  private init(base: String, shard: Shard?, arguments: String, scope: StateScope) {
     self.base = base
     self.shard = shard
-    self.manifest = manifest
+    self.arguments = arguments
     self.scope = scope
   }
 
   /// The same folder for another shard (nil: the unsharded one).
   public func forShard(_ shard: Shard?) -> StateFolder {
-    StateFolder(base: base, shard: shard, manifest: manifest, scope: scope)
+    StateFolder(base: base, shard: shard, arguments: arguments, scope: scope)
   }
 
   /// Where this run's (or shard's) state lives.
@@ -148,7 +148,7 @@ public struct StateFolder: Sendable {
     do {
       return try StateStore.open(folder: path, scope: scope, readOnly: readOnly)
     } catch {
-      throw StateError(error, database: database, manifest: manifest)
+      throw StateError(error, database: database, arguments: arguments)
     }
   }
 
@@ -162,7 +162,7 @@ public struct StateFolder: Sendable {
     do {
       return try PriorState.load(from: store)
     } catch {
-      throw StateError(error, database: database, manifest: manifest)
+      throw StateError(error, database: database, arguments: arguments)
     }
   }
 
@@ -194,6 +194,16 @@ public struct StateFolder: Sendable {
   }
 
   // MARK: - Paths
+
+  /// `text` as a shell word: quoted when it holds anything but letters, digits and `-_./=+,:@%`.
+  static func quoted(_ text: String) -> String {
+    let plain =
+      !text.isEmpty
+      && text.unicodeScalars.allSatisfy {
+        $0.properties.isAlphabetic || "0123456789-_./=+,:@%".unicodeScalars.contains($0)
+      }
+    return plain ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+  }
 
   /// `path` made absolute against the working directory.
   public static func absolute(_ path: String) -> String {

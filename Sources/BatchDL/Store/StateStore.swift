@@ -120,7 +120,9 @@ public final class StateStore {
   /// Opens the store in `folder`, creating and migrating it unless `readOnly`. A read-only open of
   /// a folder without a store, or of a database without tables (empty, or whose tables were only
   /// in a lost `-wal` file), returns nil: a fresh state.
-  public static func open(folder: String, scope: StateScope? = nil, readOnly: Bool = false) throws(SQLiteError)
+  public static func open(
+    folder: String, scope: StateScope? = nil, readOnly: Bool = false
+  ) throws(SQLiteError)
     -> StateStore?
   {
     let path = folder + "/" + fileName
