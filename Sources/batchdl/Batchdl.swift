@@ -18,7 +18,8 @@ struct Batchdl: ParsableCommand {
       and join reports.
 
       Exit codes: 0 every task completed, unchanged or deferred; 1 a task failed; 2 invalid \
-      manifest or usage; 3 interrupted by a signal; 4 another run holds the state folder's lock.
+      manifest or usage; 3 interrupted by a signal; 4 another run holds the state folder's lock; \
+      5 the state folder cannot be used (damaged database, full disk).
 
       Example:
         batchdl validate mirror.yaml

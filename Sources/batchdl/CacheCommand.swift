@@ -21,7 +21,7 @@ struct CacheCommand: ParsableCommand {
 
     func maintenance() throws -> StateMaintenance {
       let plan = try loadPlan(manifest)
-      return StateMaintenance(plan: plan, folder: stateFolder(state, for: plan))
+      return StateMaintenance(plan: plan, state: stateFolder(state, for: plan))
     }
   }
 
@@ -38,7 +38,12 @@ struct CacheCommand: ParsableCommand {
 
     func run() throws {
       let maintenance = try location.maintenance()
-      let stats = try maintenance.stats()
+      let stats: StateMaintenance.Stats
+      do {
+        stats = try maintenance.stats()
+      } catch {
+        throw fail(error)
+      }
       print("state folder: \(maintenance.folder)")
       print("results: \(stats.results)")
       print("checkpoints: \(stats.checkpoints)")
@@ -54,7 +59,8 @@ struct CacheCommand: ParsableCommand {
       discussion: """
         Unfinished downloads then start over, data tasks ask the network again and sessions \
         start without cookies. Asks first on a terminal; elsewhere, --yes is required. Finished \
-        files and their results are kept.
+        files and their results are kept, unless the state database is damaged: then it is \
+        deleted, and finished files are downloaded again. Covers every shard's sub-folder.
 
         Example:
           batchdl cache clear mirror.yaml --yes
@@ -74,7 +80,12 @@ struct CacheCommand: ParsableCommand {
           stderr.write("batchdl: not on a terminal; add --yes to clear \(maintenance.folder)\n")
           throw ExitCode(ExitStatus.invalid.rawValue)
         }
-        let stats = try maintenance.stats()
+        let stats: StateMaintenance.Stats
+        do {
+          stats = try maintenance.stats()
+        } catch {
+          throw fail(error)
+        }
         print(
           "Remove \(stats.checkpoints) checkpoints, \(stats.partialFiles) partial files "
             + "(\(ProgressDisplay.bytes(stats.partialBytes))), \(stats.cacheEntries) cached responses and "
@@ -86,12 +97,18 @@ struct CacheCommand: ParsableCommand {
         }
       }
       do {
-        let removed = try maintenance.clear()
+        let cleared = try maintenance.clear()
         print(
-          "cleared \(maintenance.folder): checkpoints, caches and cookies removed, \(removed) partial files deleted")
+          "cleared \(maintenance.folder): checkpoints, caches and cookies removed, \(cleared.partialFiles) partial "
+            + "files deleted")
+        for database in cleared.damagedDatabases {
+          print("removed the damaged state database \(database): earlier results are forgotten")
+        }
       } catch let held as StateLock.Held {
         stderr.write("batchdl: \(held)\n")
         throw ExitCode(ExitStatus.locked.rawValue)
+      } catch let error as StateError {
+        throw fail(error)
       }
     }
   }

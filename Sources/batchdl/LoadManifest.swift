@@ -15,7 +15,15 @@ func loadPlan(_ manifest: String) throws -> Plan {
   }
 }
 
-/// The state folder a command uses: `--state`, else `.batchdl/` beside the manifest.
-func stateFolder(_ option: String?, for plan: Plan) -> String {
-  option ?? FileAccess.resolve(".batchdl", against: plan.manifest.directory)
+/// The state folder a command uses: `--state`, else `.batchdl/` beside the manifest; `shard`
+/// selects a sharded run's sub-folder.
+func stateFolder(_ option: String?, for plan: Plan, shard: Shard? = nil) -> StateFolder {
+  StateFolder(option: option, manifest: plan.manifest, shard: shard)
+}
+
+/// Prints a state folder that cannot be used and exits 5.
+func fail(_ error: StateError) -> ExitCode {
+  var stderr = StandardError()
+  stderr.write("batchdl: \(error)\n")
+  return ExitCode(ExitStatus.stateUnusable.rawValue)
 }

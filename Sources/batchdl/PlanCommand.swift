@@ -41,17 +41,15 @@ struct PlanCommand: ParsableCommand {
   }
 
   func run() throws {
-    var stderr = StandardError()
     let plan = try loadPlan(manifest)
     let selected = shard.flatMap { try? Shard.parse($0).get() }
     var listing = PlanListing(plan: plan, shard: selected, shardCount: shards)
     listing.refresh = refresh
     do {
-      let folder = stateFolder(state, for: plan)
-      listing.prior = try PriorState.load(from: try StateStore.open(folder: folder, readOnly: true))
+      // A sharded run keeps its state in its own sub-folder: read the one `run --shard` writes.
+      listing.prior = try stateFolder(state, for: plan, shard: selected).prior()
     } catch {
-      stderr.write("batchdl: cannot read the state folder: \(error)\n")
-      throw ExitCode(ExitStatus.invalid.rawValue)
+      throw fail(error)
     }
     var out = BufferedOutput()
     if json {

@@ -20,7 +20,8 @@ struct RunCommand: ParsableCommand {
 
       Exit codes: 0 every task completed or was unchanged; 1 a task failed; 2 invalid manifest \
       or usage; 3 interrupted by a signal (after checkpointing); 4 another run holds the state \
-      folder's lock.
+      folder's lock; 5 the state folder cannot be used (damaged database, full disk): nothing \
+      was sent.
 
       Example:
         batchdl run mirror.yaml --report report.json --junit junit.xml
@@ -100,9 +101,7 @@ struct RunCommand: ParsableCommand {
     let background = plan.manifest.sessions.filter { $0.kind == .background }
     if !foreground && !background.isEmpty {
       options.sessions = Set(plan.manifest.sessions.filter { $0.kind != .background }.map(\.name))
-      let state = state ?? FileAccess.resolve(".batchdl", against: plan.manifest.absoluteDirectory)
-      let sessions = BackgroundSessions(
-        stateFolder: Runner.absolute(state), manifestPath: Runner.absolute(manifest))
+      let sessions = BackgroundSessions(state: stateFolder(state, for: plan), manifestPath: manifest)
       for session in background {
         do {
           switch try sessions.launch(session: session) {

@@ -6,8 +6,9 @@ struct WaitCommand: ParsableCommand {
     commandName: "wait",
     abstract: "Wait until the manifest's background sessions have finished.",
     discussion: """
-      Exits with the sessions' result (0, 1, or 3 when a worker was interrupted), or 1 with a \
-      message when --timeout passes first. Returns at once when no worker is running.
+      Exits with the sessions' result (0, 1, or 3 when a worker was interrupted or died before \
+      finishing: 'batchdl run' then starts it again and it resumes), or 1 with a message when \
+      --timeout passes first. Returns at once when no worker is starting or running.
 
       Example:
         batchdl run nightly.yaml && batchdl wait nightly.yaml --timeout 3600
@@ -26,13 +27,22 @@ struct WaitCommand: ParsableCommand {
   func run() throws {
     var stderr = StandardError()
     let plan = try loadPlan(manifest)
-    let folder = state ?? FileAccess.resolve(".batchdl", against: plan.manifest.absoluteDirectory)
-    let sessions = BackgroundSessions(stateFolder: Runner.absolute(folder), manifestPath: Runner.absolute(manifest))
-    let identifiers = plan.manifest.sessions.filter { $0.kind == .background }.map { $0.identifier ?? $0.name }
-    guard let result = sessions.wait(for: identifiers, timeout: timeout) else {
+    let sessions = BackgroundSessions(state: stateFolder(state, for: plan), manifestPath: manifest)
+    let background = plan.manifest.sessions.filter { $0.kind == .background }
+    let identifiers = background.map { $0.identifier ?? $0.name }
+    guard let states = sessions.wait(for: identifiers, timeout: timeout) else {
       stderr.write("batchdl: timed out after \(timeout ?? 0) s; the background worker is still running\n")
       throw ExitCode(ExitStatus.taskFailed.rawValue)
     }
+    for session in background {
+      let identifier = session.identifier ?? session.name
+      guard case .died(let pid) = states[identifier] else { continue }
+      stderr.write(
+        "batchdl: the worker of background session \(session.name) (\(identifier), pid \(pid)) died before "
+          + "finishing; 'batchdl run \(manifest)' starts it again and resumes its downloads; its log: "
+          + "\(sessions.logPath(identifier))\n")
+    }
+    let result = BackgroundSessions.result(of: states)
     if result != .success { throw ExitCode(result.rawValue) }
   }
 }

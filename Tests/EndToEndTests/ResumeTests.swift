@@ -135,7 +135,7 @@ import Testing
     let key = plan.requests[0].key.description
     let partial = fixture.folder.path + "/big.bin.batchdl-part"
     _ = FileManager.default.createFile(atPath: partial, contents: Data(body))
-    let store = try #require(try StateStore.open(folder: fixture.folder.path + "/.batchdl"))
+    let store = try #require(try StateFolder(option: nil, manifest: plan.manifest).openStore())
     try store.update(checkpoints: [
       Checkpoint(
         key: key, partial: partial, url: fixture.server.url("/big.bin"), etag: "\"v1\"", lastModified: nil,

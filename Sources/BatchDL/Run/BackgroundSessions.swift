@@ -5,8 +5,12 @@ public struct WorkerStatus: Sendable, Equatable {
   public var session: String
   public var identifier: String
   public var pid: Int32
-  /// `running` or `finished`.
+  /// `starting` (written by `run` when it spawns the worker), `running` (by the worker once it
+  /// holds its lock) or `finished`.
   public var state: String
+  /// The worker process's start time (clock ticks since boot, from `/proc/PID/stat`), so that a
+  /// reused pid is not taken for a starting worker.
+  public var started: Int64?
   /// The exit status of a finished worker's last pass (0, 1 or 3).
   public var exitStatus: Int32?
   /// The session's report.
@@ -18,16 +22,21 @@ public struct WorkerStatus: Sendable, Equatable {
       "state": .string(state), "report": .string(report),
     ]
     if let exitStatus { fields["exit_status"] = .int(Int(exitStatus)) }
+    if let started { fields["started"] = .int(started) }
     return .object(fields)
   }
 
-  init(session: String, identifier: String, pid: Int32, state: String, exitStatus: Int32?, report: String) {
+  init(
+    session: String, identifier: String, pid: Int32, state: String, exitStatus: Int32?, report: String,
+    started: Int64? = nil
+  ) {
     self.session = session
     self.identifier = identifier
     self.pid = pid
     self.state = state
     self.exitStatus = exitStatus
     self.report = report
+    self.started = started
   }
 
   init?(data: Data) {
@@ -37,7 +46,41 @@ public struct WorkerStatus: Sendable, Equatable {
     else { return nil }
     self.init(
       session: session, identifier: identifier, pid: Int32(pid), state: state,
-      exitStatus: (object["exit_status"] as? Int).map { Int32($0) }, report: report)
+      exitStatus: (object["exit_status"] as? Int).map { Int32($0) }, report: report,
+      started: (object["started"] as? Int).map { Int64($0) })
+  }
+}
+
+/// Where a background session's worker stands, from its lock and its status file.
+public enum WorkerState: Sendable, Equatable {
+  /// No worker was ever started in this state folder.
+  case notStarted
+  /// `run` spawned it and it is alive, but it does not hold its lock yet.
+  case starting(pid: Int32)
+  /// It holds its lock.
+  case running(pid: Int32)
+  case finished(exitStatus: Int32)
+  /// Its status file says it started or runs, but its lock is free and the process is gone
+  /// (killed, crashed, or the machine restarted): its work is unfinished and `on_finished` did
+  /// not run. `batchdl run` starts it again.
+  case died(pid: Int32)
+
+  public var name: String {
+    switch self {
+    case .notStarted: return "not-started"
+    case .starting: return "starting"
+    case .running: return "running"
+    case .finished: return "finished"
+    case .died: return "died"
+    }
+  }
+
+  /// Whether `wait` should go on waiting.
+  public var isActive: Bool {
+    switch self {
+    case .starting, .running: return true
+    default: return false
+    }
   }
 }
 
@@ -51,6 +94,11 @@ public struct BackgroundSessions {
   public init(stateFolder: String, manifestPath: String) {
     self.stateFolder = stateFolder
     self.manifestPath = manifestPath
+  }
+
+  /// The workers of `state`'s manifest (always in the unsharded folder).
+  public init(state: StateFolder, manifestPath: String) {
+    self.init(stateFolder: state.base, manifestPath: StateFolder.absolute(manifestPath))
   }
 
   public var workersFolder: String { stateFolder + "/workers" }
@@ -67,6 +115,45 @@ public struct BackgroundSessions {
 
   public func status(_ identifier: String) -> WorkerStatus? {
     FileManager.default.contents(atPath: statusPath(identifier)).flatMap(WorkerStatus.init(data:))
+  }
+
+  /// Where the worker of `identifier` stands. The lock decides whether it runs (the kernel frees
+  /// it when the process dies, whatever killed it); a status file that still says `running` with
+  /// the lock free means it died. A worker `run` just spawned has not taken its lock yet: it counts
+  /// as starting while its process (the same pid with the same start time) is alive.
+  public func state(_ identifier: String) -> (state: WorkerState, status: WorkerStatus?) {
+    if let pid = liveWorker(identifier) { return (.running(pid: pid), status(identifier)) }
+    guard let status = status(identifier) else { return (.notStarted, nil) }
+    switch status.state {
+    case "finished":
+      return (.finished(exitStatus: status.exitStatus ?? 0), status)
+    case "starting" where Self.isAlive(pid: status.pid, started: status.started):
+      return (.starting(pid: status.pid), status)
+    default:
+      // It may have taken its lock since the first look.
+      if let pid = liveWorker(identifier) { return (.running(pid: pid), status) }
+      if let again = self.status(identifier), again.state == "finished" {
+        return (.finished(exitStatus: again.exitStatus ?? 0), again)
+      }
+      return (.died(pid: status.pid), status)
+    }
+  }
+
+  /// Whether process `pid` exists, is not a zombie and, when `started` is known, started then.
+  static func isAlive(pid: Int32, started: Int64?) -> Bool {
+    guard pid > 0, let (state, start) = processStat(pid) else { return false }
+    return state != "Z" && state != "X" && (started == nil || started == start)
+  }
+
+  /// The state letter and start time (field 22) of `/proc/PID/stat`.
+  static func processStat(_ pid: Int32) -> (state: Character, started: Int64)? {
+    guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat") else { return nil }
+    let text = String(decoding: data, as: UTF8.self)
+    // The command name, in parentheses, may hold spaces: the fields start after its last ')'.
+    guard let close = text.lastIndex(of: ")") else { return nil }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    guard fields.count > 19, let state = fields[0].first, let started = Int64(fields[19]) else { return nil }
+    return (state, started)
   }
 
   func write(_ status: WorkerStatus) {
@@ -92,10 +179,13 @@ public struct BackgroundSessions {
     let executable = Self.executablePath()
     let arguments = [executable, "worker", manifestPath, "--session", session.name, "--state", stateFolder]
     let pid = try Self.spawnDetached(arguments, log: logPath(identifier))
-    write(
-      WorkerStatus(
-        session: session.name, identifier: identifier, pid: pid, state: "running", exitStatus: nil,
-        report: reportPath(identifier)))
+    // The worker writes `running` once it holds its lock; it may already have.
+    if liveWorker(identifier) == nil {
+      write(
+        WorkerStatus(
+          session: session.name, identifier: identifier, pid: pid, state: "starting", exitStatus: nil,
+          report: reportPath(identifier), started: Self.processStat(pid)?.started))
+    }
     return .started(pid: pid)
   }
 
@@ -217,19 +307,30 @@ public struct BackgroundSessions {
     return last
   }
 
-  /// Waits until no worker of `identifiers` is running (at most `timeout` seconds); returns the
-  /// worst of their results, or nil on timeout.
-  public func wait(for identifiers: [String], timeout: Double?) -> ExitStatus? {
+  /// Waits until no worker of `identifiers` is starting or running (at most `timeout` seconds);
+  /// returns where each stands then, or nil on timeout.
+  public func wait(for identifiers: [String], timeout: Double?) -> [String: WorkerState]? {
     let deadline = timeout.map { Date().addingTimeInterval($0) }
-    while identifiers.contains(where: { liveWorker($0) != nil }) {
+    while true {
+      var states: [String: WorkerState] = [:]
+      for identifier in identifiers { states[identifier] = state(identifier).state }
+      if !states.values.contains(where: \.isActive) { return states }
       if let deadline, Date() >= deadline { return nil }
       usleep(100_000)
     }
+  }
+
+  /// The exit status of `wait`: the worst of the finished workers' results; 3 (interrupted) when
+  /// a worker died before finishing.
+  public static func result(of states: [String: WorkerState]) -> ExitStatus {
     var worst = ExitStatus.success
-    for identifier in identifiers {
-      guard let status = status(identifier), let code = status.exitStatus,
-        let exit = ExitStatus(rawValue: code)
-      else { continue }
+    for state in states.values {
+      let exit: ExitStatus
+      switch state {
+      case .finished(let code): exit = ExitStatus(rawValue: code) ?? .taskFailed
+      case .died: exit = .interrupted
+      default: continue
+      }
       if exit.rawValue > worst.rawValue { worst = exit }
     }
     return worst

@@ -10,4 +10,6 @@ public enum ExitStatus: Int32, Sendable {
   case interrupted = 3
   /// Another run holds the state folder's lock.
   case locked = 4
+  /// The state folder cannot be used: its database is damaged, or its disk is full (nothing ran).
+  case stateUnusable = 5
 }

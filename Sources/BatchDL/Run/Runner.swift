@@ -29,11 +29,14 @@ public struct RunOptions: Sendable {
 /// A run that could not start.
 public enum RunError: Error, CustomStringConvertible {
   case locked(StateLock.Held)
+  /// The state folder's database is damaged, or its disk is full: nothing was sent.
+  case state(StateError)
   case setup(String)
 
   public var description: String {
     switch self {
     case .locked(let held): return held.description
+    case .state(let error): return error.description
     case .setup(let message): return message
     }
   }
@@ -41,6 +44,7 @@ public enum RunError: Error, CustomStringConvertible {
   public var status: ExitStatus {
     switch self {
     case .locked: return .locked
+    case .state: return .stateUnusable
     case .setup: return .taskFailed
     }
   }
@@ -83,6 +87,7 @@ public final class Runner: TransferObserver {
   public init(plan: Plan, options: RunOptions) {
     self.plan = plan
     self.options = options
+    state = StateFolder(option: options.statePath, manifest: plan.manifest, shard: options.shard)
     redactor = Redactor(secrets: plan.manifest.secrets)
     report = RunReport(manifest: plan.manifest.path)
     report.shard = options.shard?.description
@@ -97,13 +102,11 @@ public final class Runner: TransferObserver {
     display = ProgressDisplay(mode: options.progress, quiet: options.quiet, totalTasks: taskCount)
   }
 
-  /// The state folder this run uses.
-  public var stateFolder: String {
-    let base = options.statePath ?? FileAccess.resolve(".batchdl", against: plan.manifest.absoluteDirectory)
-    // Each shard has its own state, so that shards sharing storage never collide.
-    guard let shard = options.shard else { return base }
-    return base + "/shard-\(shard.index)-of-\(shard.count)"
-  }
+  /// The state folder this run uses: each shard has its own sub-folder, so that shards sharing
+  /// storage never collide.
+  public let state: StateFolder
+
+  public var stateFolder: String { state.path }
 
   /// Runs every request and writes the reports; returns the exit status.
   public func run() throws(RunError) -> ExitStatus {
@@ -112,6 +115,9 @@ public final class Runner: TransferObserver {
       lock = try StateLock(folder: stateFolder, name: options.lockName)
     } catch let held as StateLock.Held {
       throw .locked(held)
+    } catch let error as SystemError where error.code == ENOSPC {
+      throw .state(
+        StateError(kind: .diskFull, database: state.database, arguments: state.arguments, detail: error.description))
     } catch {
       throw .setup("cannot use the state folder \(stateFolder): \(error)")
     }
@@ -131,12 +137,13 @@ public final class Runner: TransferObserver {
       }
     }
     if plan.manifest.sessions.contains(where: { $0.kind != .ephemeral }) {
-      do {
-        store = try StateStore.open(folder: stateFolder)
-        prior = try PriorState.load(from: store)
+      do throws(StateError) {
+        store = try state.openStore()
+        prior = try state.load(store)
       } catch {
-        throw .setup(
-          "cannot open the state in \(stateFolder): \(error); move it aside or clear it with 'batchdl cache clear'")
+        store = nil
+        reportWithoutRunning(error)
+        throw .state(error)
       }
     }
     for index in requests {
@@ -259,6 +266,21 @@ public final class Runner: TransferObserver {
     return summary.failed > 0 ? .taskFailed : .success
   }
 
+  /// A run that cannot use its state sends nothing: it reports every task `cancelled`, with why.
+  private func reportWithoutRunning(_ error: StateError) {
+    for index in requests {
+      for task in plan.tasks(of: plan.requests[Int(index)]) {
+        var result = base(task)
+        result.outcome = .cancelled
+        result.error = ("state", redactor.text(error.description))
+        report.results.append(result)
+      }
+    }
+    report.requests = requests.count
+    if let path = options.reportPath { try? AtomicFile.write(report.json(timings: options.timings), to: path) }
+    if let path = options.junitPath { try? AtomicFile.write(report.junit(timings: options.timings), to: path) }
+  }
+
   /// Sessions of this run, in manifest order.
   private var sessionsInRun: [Session] {
     plan.manifest.sessions.filter { options.sessions?.contains($0.name) ?? true }
@@ -275,10 +297,10 @@ public final class Runner: TransferObserver {
         Set(
           requests.filter { plan.manifest.sessions[Int(plan.requests[Int($0)].session)].name == session.name }
         ).count
-      let folder =
+      let path =
         session.kind == .ephemeral
-        ? FileManager.default.temporaryDirectory.path + "/batchdl-\(getpid())" : stateFolder + "/reports"
-      let path = folder + "/\(session.name).json"
+        ? FileManager.default.temporaryDirectory.path + "/batchdl-\(getpid())/\(session.name).json"
+        : state.sessionReport(session: session.name)
       do {
         try AtomicFile.write(sessionReport.json(timings: false), to: path)
       } catch {
@@ -463,7 +485,7 @@ public final class Runner: TransferObserver {
 
   /// Each session's cookie jar: empty for an ephemeral session (cookies in memory only).
   private lazy var cookieJars: [String] = plan.manifest.sessions.map {
-    $0.kind == .ephemeral ? "" : stateFolder + "/cookies/\($0.name).txt"
+    $0.kind == .ephemeral ? "" : state.cookieJar(session: $0.name)
   }
 
   private func becomeDownload(of task: PlannedTask) -> BecomeDownload? {
@@ -627,7 +649,7 @@ public final class Runner: TransferObserver {
     let index = Int(request.session)
     if let cache = caches[index] { return cache }
     let session = plan.manifest.sessions[index]
-    let cache = HTTPCache(folder: stateFolder + "/cache/\(session.name)", settings: session.cache)
+    let cache = HTTPCache(folder: state.cache(session: session.name), settings: session.cache)
     caches[index] = cache
     return cache
   }

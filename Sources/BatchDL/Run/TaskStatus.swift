@@ -19,11 +19,13 @@ public struct TaskStatus: Sendable {
   public var total: Int64?
   public var note: String?
 
-  /// Every task of `plan` (sorted by id), as `prior` and the disk see them.
-  public static func all(plan: Plan, prior: PriorState) -> [TaskStatus] {
+  /// Every task of `plan` (of `shard`'s requests, when given; sorted by id), as `prior` and the
+  /// disk see them.
+  public static func all(plan: Plan, prior: PriorState, shard: Shard? = nil) -> [TaskStatus] {
     var result: [TaskStatus] = []
     for index in plan.order {
       let request = plan.requests[Int(index)]
+      if let shard, !shard.contains(request) { continue }
       let (action, reason) = prior.action(for: request, in: plan)
       let point = prior.resumePoint(for: request, in: plan)
       for task in plan.tasks(of: request) {
@@ -81,16 +83,21 @@ public struct TaskStatus: Sendable {
   }
 }
 
-/// `batchdl cache stats|clear`: what the state folder holds, and clearing checkpoints and partial
-/// files.
+/// `batchdl cache stats|clear`: what the state folder holds for a manifest (unsharded and every
+/// shard's sub-folder), and clearing checkpoints and partial files.
 public struct StateMaintenance {
   public let plan: Plan
-  public let folder: String
+  public let state: StateFolder
 
-  public init(plan: Plan, folder: String) {
+  public init(plan: Plan, state: StateFolder) {
     self.plan = plan
-    self.folder = folder
+    self.state = state
   }
+
+  public var folder: String { state.base }
+
+  /// The unsharded folder and every shard's.
+  private var folders: [StateFolder] { [state.forShard(nil)] + state.shards().map { state.forShard($0) } }
 
   public struct Stats: Sendable {
     public var results = 0
@@ -105,10 +112,8 @@ public struct StateMaintenance {
     public var cookieJars = 0
   }
 
-  private func cookieJar(_ session: Session) -> String { folder + "/cookies/\(session.name).txt" }
-
-  private func cache(_ session: Session) -> HTTPCache? {
-    let path = folder + "/cache/\(session.name)"
+  private func cache(_ session: Session, in folder: StateFolder) -> HTTPCache? {
+    let path = folder.cache(session: session.name)
     guard access(path, F_OK) == 0 else { return nil }
     return HTTPCache(folder: path, settings: session.cache)
   }
@@ -126,42 +131,75 @@ public struct StateMaintenance {
     return result
   }
 
-  public func stats() throws(SQLiteError) -> Stats {
-    let prior = try PriorState.load(from: try StateStore.open(folder: folder, readOnly: true))
+  public func stats() throws(StateError) -> Stats {
+    let prior = try state.priorOfAllShards()
     var stats = Stats()
     stats.results = prior.results.count
     stats.checkpoints = prior.checkpoints.count
     let partials = partialFiles()
     stats.partialFiles = partials.count
     stats.partialBytes = partials.reduce(0) { $0 + $1.size }
-    for session in plan.manifest.sessions {
-      if let cache = cache(session) {
-        let (entries, bytes) = cache.stats()
-        stats.cacheEntries += entries
-        stats.cacheBytes += bytes
+    for folder in folders {
+      for session in plan.manifest.sessions {
+        if let cache = cache(session, in: folder) {
+          let (entries, bytes) = cache.stats()
+          stats.cacheEntries += entries
+          stats.cacheBytes += bytes
+        }
+        if access(folder.cookieJar(session: session.name), F_OK) == 0 { stats.cookieJars += 1 }
       }
-      if access(cookieJar(session), F_OK) == 0 { stats.cookieJars += 1 }
     }
     return stats
   }
 
-  /// Removes every checkpoint and the partial files, the sessions' HTTP caches and cookie jars
-  /// (under the state folder's lock); returns how many partial files were removed.
-  public func clear() throws -> Int {
-    let lock = try StateLock(folder: folder)
-    defer { withExtendedLifetime(lock) {} }
+  public struct Cleared: Sendable {
+    /// Partial files deleted.
+    public var partialFiles = 0
+    /// Damaged databases deleted (with every result they held).
+    public var damagedDatabases: [String] = []
+  }
+
+  /// Removes this manifest's checkpoints and partial files, the sessions' HTTP caches and cookie
+  /// jars (under each folder's lock). A damaged database, which SQLite cannot read, is deleted.
+  ///
+  /// - Throws: `StateLock.Held` when a run holds a lock; `StateError` when a database cannot be
+  ///   written (a full disk); the files are removed first, so that they free space anyway.
+  public func clear() throws -> Cleared {
+    let locks = try folders.map { try StateLock(folder: $0.path) }
+    defer { withExtendedLifetime(locks) {} }
+    var cleared = Cleared()
     var paths = Set(partialFiles().map(\.path))
-    if let store = try StateStore.open(folder: folder, readOnly: access(folder + "/" + StateStore.fileName, F_OK) != 0)
-    {
-      for path in try store.clearCheckpoints() { paths.insert(path) }
+    for path in paths.sorted() where unlink(path) == 0 { cleared.partialFiles += 1 }
+    for folder in folders {
+      for session in plan.manifest.sessions {
+        _ = try cache(session, in: folder)?.clear()
+        unlink(folder.cookieJar(session: session.name))
+      }
+    }
+    paths.removeAll()
+    for folder in folders {
+      do {
+        paths.formUnion(try clearStore(in: folder))
+      } catch {
+        guard error.kind == .damaged else { throw error }
+        folder.removeDatabase()
+        cleared.damagedDatabases.append(folder.database)
+      }
+    }
+    for path in paths.sorted() where unlink(path) == 0 { cleared.partialFiles += 1 }
+    return cleared
+  }
+
+  /// Removes the checkpoints and time budgets of one folder's store; returns the partial files
+  /// the checkpoints named.
+  private func clearStore(in folder: StateFolder) throws(StateError) -> [String] {
+    guard let store = try folder.openStore(readOnly: access(folder.database, F_OK) != 0) else { return [] }
+    do {
+      let partials = try store.clearCheckpoints()
       try store.save(budgets: [], removing: try store.budgets().keys.map { $0 })
+      return partials
+    } catch {
+      throw StateError(error, database: folder.database, arguments: folder.arguments)
     }
-    var removed = 0
-    for path in paths.sorted() where unlink(path) == 0 { removed += 1 }
-    for session in plan.manifest.sessions {
-      _ = try cache(session)?.clear()
-      unlink(cookieJar(session))
-    }
-    return removed
   }
 }

@@ -1,11 +1,26 @@
 import CSQLite
+import Foundation
 
 /// A failed SQLite call, with SQLite's own message.
 public struct SQLiteError: Error, CustomStringConvertible {
   public var code: Int32
   public var message: String
+  /// The `errno` of the system call that failed under SQLite, when one did (`ENOSPC`...).
+  public var systemErrno: Int32 = 0
+
+  public init(code: Int32, message: String, systemErrno: Int32 = 0) {
+    self.code = code
+    self.message = message
+    self.systemErrno = systemErrno
+  }
 
   public var description: String { "SQLite error \(code): \(message)" }
+
+  /// The database file is not a database, or its pages are damaged.
+  public var isDamage: Bool { code & 0xff == SQLITE_CORRUPT || code & 0xff == SQLITE_NOTADB }
+
+  /// The disk (or the file size limit) is full.
+  public var isDiskFull: Bool { code & 0xff == SQLITE_FULL || systemErrno == ENOSPC || systemErrno == EDQUOT }
 }
 
 /// A thin wrapper over one SQLite connection: every call checked, statements finalized in `deinit`.
@@ -20,8 +35,9 @@ final class SQLiteDatabase {
     let code = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
     guard code == SQLITE_OK, let db else {
       let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open \(path)"
+      let system = db.map { sqlite3_system_errno($0) } ?? 0
       if let db { sqlite3_close(db) }
-      throw SQLiteError(code: code, message: message)
+      throw SQLiteError(code: code, message: message, systemErrno: system)
     }
     handle = db
     sqlite3_busy_timeout(db, 5000)
@@ -37,7 +53,7 @@ final class SQLiteDatabase {
 
   private func check(_ code: Int32) throws(SQLiteError) {
     guard code == SQLITE_OK || code == SQLITE_DONE || code == SQLITE_ROW else {
-      throw SQLiteError(code: code, message: String(cString: sqlite3_errmsg(handle)))
+      throw error(code)
     }
   }
 
@@ -67,7 +83,8 @@ final class SQLiteDatabase {
   }
 
   fileprivate func error(_ code: Int32) -> SQLiteError {
-    SQLiteError(code: code, message: String(cString: sqlite3_errmsg(handle)))
+    SQLiteError(
+      code: code, message: String(cString: sqlite3_errmsg(handle)), systemErrno: sqlite3_system_errno(handle))
   }
 
   /// A prepared statement; bind, step, read columns, reset.

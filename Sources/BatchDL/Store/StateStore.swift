@@ -5,7 +5,7 @@ import Foundation
 public struct Checkpoint: Sendable, Equatable {
   /// The request key (hex).
   public var key: String
-  /// The partial file, absolute.
+  /// The partial file, absolute (stored relative to the manifest's folder when it is inside it).
   public var partial: String
   /// The URL after redirects, credentials masked (informational).
   public var url: String
@@ -72,75 +72,181 @@ public struct StoredResult: Sendable, Equatable {
   }
 }
 
+/// Whose rows a `StateStore` reads and writes: several manifests can share one state folder.
+public struct StateScope: Sendable, Equatable {
+  /// The manifest's path relative to the state folder (`../mirror.yaml` for the default folder):
+  /// it stays the same when the project folder, manifest and state together, is moved or copied.
+  public var manifest: String
+  /// The manifest's folder, absolute: partial files inside it are stored relative to it, so that a
+  /// checkpoint still finds its file after the folder moved.
+  public var directory: String
+
+  public init(manifest: String, directory: String) {
+    self.manifest = manifest
+    self.directory = directory
+  }
+
+  /// `path` as stored: relative to `directory` when it is inside it.
+  func stored(_ path: String) -> String {
+    let prefix = directory.hasSuffix("/") ? directory : directory + "/"
+    return path.hasPrefix(prefix) && path.count > prefix.count ? String(path.dropFirst(prefix.count)) : path
+  }
+
+  /// A stored path made absolute again.
+  func absolute(_ path: String) -> String { FileAccess.resolve(path, against: directory) }
+}
+
 /// The state folder's database (`state.sqlite`, WAL): checkpoints, results, and the time each
-/// request has spent against `timeouts.resource`. Nothing secret is stored: URLs are masked.
+/// request has spent against `timeouts.resource`, each row under the manifest it belongs to
+/// (`StateScope`). Nothing secret is stored: URLs are masked.
+///
+/// Schema 2 (schema 1 had no `manifest` column and stored absolute partial paths; a store of
+/// schema 1 is migrated when a run opens it, its rows going to that run's manifest):
+/// - `meta(key, value)`: `schema_version`;
+/// - `checkpoints(manifest, request_key, partial, url, etag, last_modified, total, durable)`;
+/// - `results(manifest, task_id, request_key, destination, outcome, status, size, sha256, etag,
+///   last_modified, file_size, file_modified, error_code, error_message)`;
+/// - `budgets(manifest, request_key, spent_ms, attempts)`.
 public final class StateStore {
-  public static let schemaVersion = 1
+  public static let schemaVersion = 2
   public static let fileName = "state.sqlite"
 
   private let db: SQLiteDatabase
+  /// Nil: every manifest's rows are read (diagnostics and tests), and rows are written under "".
+  private let scope: StateScope?
+  /// A schema-1 store opened read-only: no `manifest` column.
+  private let legacy: Bool
 
-  /// Opens the store in `folder`, creating and migrating it unless `readOnly`. A read-only open of a
-  /// folder without a store returns nil.
-  public static func open(folder: String, readOnly: Bool = false) throws(SQLiteError) -> StateStore? {
+  /// Opens the store in `folder`, creating and migrating it unless `readOnly`. A read-only open of
+  /// a folder without a store, or of a database without tables (empty, or whose tables were only
+  /// in a lost `-wal` file), returns nil: a fresh state.
+  public static func open(
+    folder: String, scope: StateScope? = nil, readOnly: Bool = false
+  ) throws(SQLiteError)
+    -> StateStore?
+  {
     let path = folder + "/" + fileName
     if readOnly && access(path, F_OK) != 0 { return nil }
     if !readOnly {
       do {
         try FileAccess.makeDirectories(folder)
       } catch {
-        throw SQLiteError(code: 14, message: "cannot create the state folder: \(error)")
+        throw SQLiteError(code: 14, message: "cannot create the state folder: \(error)", systemErrno: error.code)
       }
     }
-    return try StateStore(path: path, readOnly: readOnly)
-  }
-
-  private init(path: String, readOnly: Bool) throws(SQLiteError) {
-    db = try SQLiteDatabase(path: path, readOnly: readOnly)
-    if !readOnly { try migrate() }
-  }
-
-  private func migrate() throws(SQLiteError) {
-    try db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    let select = try db.prepare("SELECT value FROM meta WHERE key = 'schema_version'")
-    try select.bind([])
-    let current = try select.step() ? Int(select.text(0) ?? "0") ?? 0 : 0
-    if current > Self.schemaVersion {
+    let db = try SQLiteDatabase(path: path, readOnly: readOnly)
+    let version = try Self.version(of: db)
+    if version > Self.schemaVersion {
       throw SQLiteError(
         code: 0,
         message:
-          "the state folder was written by a newer batchdl (schema \(current)); use that version or another --state")
+          "the state folder was written by a newer batchdl (schema \(version)); use that version or another --state")
     }
-    if current < 1 {
-      try db.transaction { () throws(SQLiteError) in
-        try db.execute(
-          """
-          CREATE TABLE IF NOT EXISTS checkpoints (
-            request_key TEXT PRIMARY KEY, partial TEXT NOT NULL, url TEXT NOT NULL, etag TEXT,
-            last_modified TEXT, total INTEGER, durable INTEGER NOT NULL);
-          CREATE TABLE IF NOT EXISTS results (
-            task_id TEXT PRIMARY KEY, request_key TEXT NOT NULL, destination TEXT, outcome TEXT NOT NULL,
-            status INTEGER, size INTEGER, sha256 TEXT, etag TEXT, last_modified TEXT, file_size INTEGER,
-            file_modified INTEGER, error_code TEXT, error_message TEXT);
-          CREATE TABLE IF NOT EXISTS budgets (
-            request_key TEXT PRIMARY KEY, spent_ms INTEGER NOT NULL, attempts INTEGER NOT NULL);
-          INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', '1');
-          """)
+    if readOnly {
+      guard version > 0 else { return nil }
+      return StateStore(db: db, scope: scope, legacy: version < 2)
+    }
+    try Self.migrate(db, from: version, scope: scope)
+    return StateStore(db: db, scope: scope, legacy: false)
+  }
+
+  private init(db: SQLiteDatabase, scope: StateScope?, legacy: Bool) {
+    self.db = db
+    self.scope = scope
+    self.legacy = legacy
+  }
+
+  /// The schema version recorded in the database, 0 when it has none (a new or empty database).
+  /// Reading the schema is what first touches the file: a file that is no database fails here.
+  private static func version(of db: SQLiteDatabase) throws(SQLiteError) -> Int {
+    let tables = try db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'")
+    try tables.bind([])
+    guard try tables.step(), tables.integer(0) ?? 0 > 0 else { return 0 }
+    let select = try db.prepare("SELECT value FROM meta WHERE key = 'schema_version'")
+    try select.bind([])
+    return try select.step() ? Int(select.text(0) ?? "0") ?? 0 : 0
+  }
+
+  private static let tables = """
+    CREATE TABLE IF NOT EXISTS checkpoints (
+      manifest TEXT NOT NULL, request_key TEXT NOT NULL, partial TEXT NOT NULL, url TEXT NOT NULL, etag TEXT,
+      last_modified TEXT, total INTEGER, durable INTEGER NOT NULL, PRIMARY KEY (manifest, request_key));
+    CREATE TABLE IF NOT EXISTS results (
+      manifest TEXT NOT NULL, task_id TEXT NOT NULL, request_key TEXT NOT NULL, destination TEXT,
+      outcome TEXT NOT NULL, status INTEGER, size INTEGER, sha256 TEXT, etag TEXT, last_modified TEXT,
+      file_size INTEGER, file_modified INTEGER, error_code TEXT, error_message TEXT,
+      PRIMARY KEY (manifest, task_id));
+    CREATE TABLE IF NOT EXISTS budgets (
+      manifest TEXT NOT NULL, request_key TEXT NOT NULL, spent_ms INTEGER NOT NULL, attempts INTEGER NOT NULL,
+      PRIMARY KEY (manifest, request_key));
+    INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', '2');
+    """
+
+  private static func migrate(_ db: SQLiteDatabase, from current: Int, scope: StateScope?) throws(SQLiteError) {
+    guard current < schemaVersion else { return }
+    try db.transaction { () throws(SQLiteError) in
+      try db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+      guard current == 1 else {
+        try db.execute(tables)
+        return
       }
+      // Schema 1 kept one manifest's rows, without saying whose: they become the rows of the
+      // manifest that opens the store first; partial files inside its folder become relative.
+      try db.execute(
+        """
+        ALTER TABLE checkpoints RENAME TO checkpoints_v1;
+        ALTER TABLE results RENAME TO results_v1;
+        ALTER TABLE budgets RENAME TO budgets_v1;
+        """)
+      try db.execute(tables)
+      let manifest = scope?.manifest ?? ""
+      let prefix = scope.map { $0.directory.hasSuffix("/") ? $0.directory : $0.directory + "/" } ?? "/"
+      try db.prepare(
+        """
+        INSERT INTO checkpoints SELECT ?1, request_key,
+          CASE WHEN ?3 AND substr(partial, 1, length(?2)) = ?2 THEN substr(partial, length(?2) + 1) ELSE partial END,
+          url, etag, last_modified, total, durable FROM checkpoints_v1
+        """
+      ).run([.text(manifest), .text(prefix), .integer(scope == nil ? 0 : 1)])
+      try db.prepare(
+        """
+        INSERT INTO results SELECT ?1, task_id, request_key, destination, outcome, status, size, sha256, etag,
+          last_modified, file_size, file_modified, error_code, error_message FROM results_v1
+        """
+      ).run([.text(manifest)])
+      try db.prepare("INSERT INTO budgets SELECT ?1, request_key, spent_ms, attempts FROM budgets_v1").run([
+        .text(manifest)
+      ])
+      try db.execute("DROP TABLE checkpoints_v1; DROP TABLE results_v1; DROP TABLE budgets_v1;")
     }
   }
+
+  /// `WHERE manifest = ?1` (with `and` for a further condition) when the store is scoped.
+  private func filter(_ more: String? = nil) -> String {
+    var conditions: [String] = []
+    if scope != nil && !legacy { conditions.append("manifest = ?1") }
+    if let more { conditions.append(more) }
+    return conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+  }
+
+  /// The values `filter` binds first.
+  private var scopeValues: [SQLiteValue?] { scope != nil && !legacy ? [.text(scope?.manifest ?? "")] : [] }
+
+  /// The manifest column's value for new rows.
+  private var manifestValue: SQLiteValue { .text(scope?.manifest ?? "") }
 
   // MARK: - Checkpoints
 
   public func checkpoints() throws(SQLiteError) -> [String: Checkpoint] {
     let select = try db.prepare(
-      "SELECT request_key, partial, url, etag, last_modified, total, durable FROM checkpoints")
-    try select.bind([])
+      "SELECT request_key, partial, url, etag, last_modified, total, durable FROM checkpoints" + filter())
+    try select.bind(scopeValues)
     var result: [String: Checkpoint] = [:]
     while try select.step() {
       let key = select.text(0) ?? ""
+      let partial = select.text(1) ?? ""
       result[key] = Checkpoint(
-        key: key, partial: select.text(1) ?? "", url: select.text(2) ?? "", etag: select.text(3),
+        key: key, partial: scope?.absolute(partial) ?? partial, url: select.text(2) ?? "", etag: select.text(3),
         lastModified: select.text(4), total: select.integer(5), durable: select.integer(6) ?? 0)
     }
     return result
@@ -152,24 +258,25 @@ public final class StateStore {
     try db.transaction { () throws(SQLiteError) in
       let insert = try db.prepare(
         """
-        INSERT OR REPLACE INTO checkpoints (request_key, partial, url, etag, last_modified, total, durable)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+        INSERT OR REPLACE INTO checkpoints (manifest, request_key, partial, url, etag, last_modified, total, durable)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
         """)
       for point in checkpoints {
         try insert.run([
-          .text(point.key), .text(point.partial), .text(point.url), .string(point.etag), .string(point.lastModified),
-          .int(point.total), .integer(point.durable),
+          manifestValue, .text(point.key), .text(scope?.stored(point.partial) ?? point.partial), .text(point.url),
+          .string(point.etag), .string(point.lastModified), .int(point.total), .integer(point.durable),
         ])
       }
-      let delete = try db.prepare("DELETE FROM checkpoints WHERE request_key = ?1")
-      for key in removed { try delete.run([.text(key)]) }
+      let delete = try db.prepare("DELETE FROM checkpoints WHERE manifest = ?1 AND request_key = ?2")
+      for key in removed { try delete.run([manifestValue, .text(key)]) }
     }
   }
 
-  /// Removes every checkpoint; returns their partial files, for the caller to delete.
+  /// Removes every checkpoint (of this manifest); returns their partial files, for the caller to
+  /// delete.
   public func clearCheckpoints() throws(SQLiteError) -> [String] {
     let partials = try checkpoints().values.map(\.partial)
-    try db.execute("DELETE FROM checkpoints")
+    try db.prepare("DELETE FROM checkpoints" + filter()).run(scopeValues)
     return partials
   }
 
@@ -180,8 +287,8 @@ public final class StateStore {
       """
       SELECT task_id, request_key, destination, outcome, status, size, sha256, etag, last_modified, file_size,
         file_modified, error_code, error_message FROM results
-      """)
-    try select.bind([])
+      """ + filter())
+    try select.bind(scopeValues)
     var result: [String: StoredResult] = [:]
     while try select.step() {
       let id = select.text(0) ?? ""
@@ -200,16 +307,16 @@ public final class StateStore {
     try db.transaction { () throws(SQLiteError) in
       let insert = try db.prepare(
         """
-        INSERT OR REPLACE INTO results (task_id, request_key, destination, outcome, status, size, sha256, etag,
-          last_modified, file_size, file_modified, error_code, error_message)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+        INSERT OR REPLACE INTO results (manifest, task_id, request_key, destination, outcome, status, size, sha256,
+          etag, last_modified, file_size, file_modified, error_code, error_message)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
         """)
       for item in results {
         try insert.run([
-          .text(item.taskID), .text(item.requestKey), .string(item.destination), .text(item.outcome),
-          .int(item.status.map { Int64($0) }), .int(item.size), .string(item.sha256), .string(item.etag),
-          .string(item.lastModified), .int(item.fileSize), .int(item.fileModified), .string(item.errorCode),
-          .string(item.errorMessage),
+          manifestValue, .text(item.taskID), .text(item.requestKey), .string(item.destination),
+          .text(item.outcome), .int(item.status.map { Int64($0) }), .int(item.size), .string(item.sha256),
+          .string(item.etag), .string(item.lastModified), .int(item.fileSize), .int(item.fileModified),
+          .string(item.errorCode), .string(item.errorMessage),
         ])
       }
     }
@@ -219,8 +326,8 @@ public final class StateStore {
 
   /// Time spent (ms) and attempts made so far per request key.
   public func budgets() throws(SQLiteError) -> [String: (spent: Int64, attempts: Int)] {
-    let select = try db.prepare("SELECT request_key, spent_ms, attempts FROM budgets")
-    try select.bind([])
+    let select = try db.prepare("SELECT request_key, spent_ms, attempts FROM budgets" + filter())
+    try select.bind(scopeValues)
     var result: [String: (spent: Int64, attempts: Int)] = [:]
     while try select.step() {
       result[select.text(0) ?? ""] = (select.integer(1) ?? 0, Int(select.integer(2) ?? 0))
@@ -236,12 +343,12 @@ public final class StateStore {
     guard !budgets.isEmpty || !removed.isEmpty else { return }
     try db.transaction { () throws(SQLiteError) in
       let insert = try db.prepare(
-        "INSERT OR REPLACE INTO budgets (request_key, spent_ms, attempts) VALUES (?1, ?2, ?3)")
+        "INSERT OR REPLACE INTO budgets (manifest, request_key, spent_ms, attempts) VALUES (?1, ?2, ?3, ?4)")
       for budget in budgets {
-        try insert.run([.text(budget.key), .integer(budget.spent), .integer(Int64(budget.attempts))])
+        try insert.run([manifestValue, .text(budget.key), .integer(budget.spent), .integer(Int64(budget.attempts))])
       }
-      let delete = try db.prepare("DELETE FROM budgets WHERE request_key = ?1")
-      for key in removed { try delete.run([.text(key)]) }
+      let delete = try db.prepare("DELETE FROM budgets WHERE manifest = ?1 AND request_key = ?2")
+      for key in removed { try delete.run([manifestValue, .text(key)]) }
     }
   }
 }

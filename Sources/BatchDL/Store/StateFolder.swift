@@ -1,0 +1,235 @@
+import Foundation
+
+/// A state folder that cannot be used: what went wrong, and what to do about it.
+public struct StateError: Error, CustomStringConvertible {
+  public enum Kind: Sendable, Equatable {
+    /// `state.sqlite` is not a database, or its pages are damaged.
+    case damaged
+    /// The disk holding the state folder is full.
+    case diskFull
+    /// Written by a newer batchdl.
+    case newer
+    /// Anything else (permissions, a folder that cannot be created...).
+    case unusable
+  }
+
+  public var kind: Kind
+  /// The database file.
+  public var database: String
+  /// The manifest (and `--state DIR`) as the command was given them, for the advice.
+  public var arguments: String
+  public var detail: String
+
+  public init(kind: Kind, database: String, arguments: String, detail: String) {
+    self.kind = kind
+    self.database = database
+    self.arguments = arguments
+    self.detail = detail
+  }
+
+  /// The error of SQLite (or of the file system under it) while `database` was used.
+  public init(_ error: SQLiteError, database: String, arguments: String) {
+    let kind: Kind
+    if error.isDiskFull {
+      kind = .diskFull
+    } else if error.isDamage {
+      kind = .damaged
+    } else if error.message.contains("newer batchdl") {
+      kind = .newer
+    } else {
+      kind = .unusable
+    }
+    self.init(kind: kind, database: database, arguments: arguments, detail: error.message)
+  }
+
+  public var description: String {
+    let folder = FileAccess.directory(of: database)
+    switch kind {
+    case .damaged:
+      return
+        "the state database \(database) is damaged (\(detail)); run 'batchdl cache clear --yes \(arguments)' to "
+        + "remove it: earlier results are forgotten, so finished files are downloaded again"
+    case .diskFull:
+      return "the disk holding the state folder \(folder) is full (\(detail)); free some space and run again"
+    case .newer:
+      return "\(detail) (\(folder))"
+    case .unusable:
+      return "cannot use the state database \(database): \(detail)"
+    }
+  }
+}
+
+/// One manifest's state folder and its layout (`--state DIR`, default `.batchdl/` beside the
+/// manifest):
+///
+/// ```
+/// DIR/
+///   lock                          the run's lock (flock)
+///   state.sqlite, -wal, -shm      checkpoints, results, time budgets (StateStore), per manifest
+///   cookies/SESSION.txt           cookie jars
+///   cache/SESSION/                HTTP caches of data tasks
+///   reports/SESSION.json          reports handed to on_finished
+///   workers/ID.{lock,json,log,report.json,events.jsonl}   background workers
+///   shard-I-of-N/                 the same (but workers/) for `run --shard I/N`
+/// ```
+///
+/// Every command finds its files through this type, so that `run`, `plan`, `status`, `wait` and
+/// `cache` agree.
+public struct StateFolder: Sendable {
+  public static let defaultName = ".batchdl"
+
+  /// The folder `--state` names (or the default), absolute and normalized, without a shard's
+  /// sub-folder.
+  public let base: String
+  /// The shard whose state this is, when a sharded run keeps it apart.
+  public let shard: Shard?
+  /// The manifest (and `--state DIR`) as the command was given them, for advice in messages.
+  public let arguments: String
+  /// This manifest's rows in the database.
+  public let scope: StateScope
+
+  /// The state folder for `manifest`: `option` (against the working directory), else `.batchdl/`
+  /// beside the manifest; `shard` selects a sharded run's sub-folder.
+  public init(option: String?, manifest: Manifest, shard: Shard? = nil) {
+    let directory = Self.normalize(manifest.absoluteDirectory)
+    base = Self.normalize(option.map(Self.absolute) ?? directory + "/" + Self.defaultName)
+    self.shard = shard
+    arguments = ([manifest.path] + (option.map { ["--state", $0] } ?? [])).map(Self.quoted).joined(separator: " ")
+    scope = StateScope(
+      manifest: Self.relative(directory + "/" + FileAccess.name(of: manifest.path), from: base),
+      directory: manifest.absoluteDirectory)
+  }
+
+  private init(base: String, shard: Shard?, arguments: String, scope: StateScope) {
+    self.base = base
+    self.shard = shard
+    self.arguments = arguments
+    self.scope = scope
+  }
+
+  /// The same folder for another shard (nil: the unsharded one).
+  public func forShard(_ shard: Shard?) -> StateFolder {
+    StateFolder(base: base, shard: shard, arguments: arguments, scope: scope)
+  }
+
+  /// Where this run's (or shard's) state lives.
+  public var path: String {
+    guard let shard else { return base }
+    return base + "/shard-\(shard.index)-of-\(shard.count)"
+  }
+
+  public var database: String { path + "/" + StateStore.fileName }
+  /// The files SQLite keeps beside the database.
+  public var databaseFiles: [String] { ["", "-wal", "-shm", "-journal"].map { database + $0 } }
+  public static let lockName = "lock"
+  public func cookieJar(session: String) -> String { path + "/cookies/\(session).txt" }
+  public func cache(session: String) -> String { path + "/cache/\(session)" }
+  public func sessionReport(session: String) -> String { path + "/reports/\(session).json" }
+  /// Background workers are never sharded: their files are in the base folder.
+  public var workers: String { base + "/workers" }
+
+  /// The shards that have state under `base` (`shard-I-of-N/`), in order.
+  public func shards() -> [Shard] {
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []
+    var result: [Shard] = []
+    for entry in entries where entry.hasPrefix("shard-") {
+      let parts = entry.dropFirst("shard-".count).split(separator: "-")
+      guard parts.count == 3, parts[1] == "of", let index = Int(parts[0]), let count = Int(parts[2]),
+        case .success(let shard) = Shard.parse("\(index)/\(count)")
+      else { continue }
+      result.append(shard)
+    }
+    return result.sorted { ($0.count, $0.index) < ($1.count, $1.index) }
+  }
+
+  /// This manifest's store: created unless `readOnly`; nil when reading a folder without one (or
+  /// an empty database).
+  public func openStore(readOnly: Bool = false) throws(StateError) -> StateStore? {
+    do {
+      return try StateStore.open(folder: path, scope: scope, readOnly: readOnly)
+    } catch {
+      throw StateError(error, database: database, arguments: arguments)
+    }
+  }
+
+  /// What earlier runs recorded for this manifest here.
+  public func prior() throws(StateError) -> PriorState {
+    try load(try openStore(readOnly: true))
+  }
+
+  /// What `store` (opened from this folder) holds for this manifest.
+  public func load(_ store: StateStore?) throws(StateError) -> PriorState {
+    do {
+      return try PriorState.load(from: store)
+    } catch {
+      throw StateError(error, database: database, arguments: arguments)
+    }
+  }
+
+  /// What every run recorded for this manifest: unsharded, then each shard's folder. A task
+  /// recorded in several keeps its first completed (or unchanged) result.
+  public func priorOfAllShards() throws(StateError) -> PriorState {
+    var merged = try forShard(nil).prior()
+    for shard in shards() {
+      let prior = try forShard(shard).prior()
+      for (id, result) in prior.results {
+        let kept = merged.results[id]?.outcome
+        if kept != TaskOutcome.completed.rawValue && kept != TaskOutcome.unchanged.rawValue {
+          merged.results[id] = result
+        }
+      }
+      merged.checkpoints.merge(prior.checkpoints) { kept, _ in kept }
+      merged.budgets.merge(prior.budgets) { kept, _ in kept }
+    }
+    return merged
+  }
+
+  /// Deletes the database and SQLite's files beside it (a damaged database that SQLite cannot
+  /// open); returns whether there was one.
+  @discardableResult
+  public func removeDatabase() -> Bool {
+    var removed = false
+    for file in databaseFiles where unlink(file) == 0 { removed = true }
+    return removed
+  }
+
+  // MARK: - Paths
+
+  /// `text` as a shell word: quoted when it holds anything but letters, digits and `-_./=+,:@%`.
+  static func quoted(_ text: String) -> String {
+    let plain =
+      !text.isEmpty
+      && text.unicodeScalars.allSatisfy {
+        $0.properties.isAlphabetic || "0123456789-_./=+,:@%".unicodeScalars.contains($0)
+      }
+    return plain ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+  }
+
+  /// `path` made absolute against the working directory.
+  public static func absolute(_ path: String) -> String {
+    path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+  }
+
+  /// An absolute path without `.`, `..` and empty parts.
+  public static func normalize(_ path: String) -> String {
+    var parts: [Substring] = []
+    for part in path.split(separator: "/") {
+      switch part {
+      case ".": continue
+      case "..": _ = parts.popLast()
+      default: parts.append(part)
+      }
+    }
+    return "/" + parts.joined(separator: "/")
+  }
+
+  /// `path` relative to the folder `base` (both absolute and normalized).
+  public static func relative(_ path: String, from base: String) -> String {
+    let target = path.split(separator: "/")
+    let from = base.split(separator: "/")
+    var common = 0
+    while common < target.count && common < from.count && target[common] == from[common] { common += 1 }
+    let up = Array(repeating: "..", count: from.count - common)
+    return (up + target[common...].map(String.init)).joined(separator: "/")
+  }
+}
