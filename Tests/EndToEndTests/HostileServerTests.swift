@@ -21,31 +21,13 @@ import Testing
   /// Kills a run of a trickling download once a checkpoint holds some of it; returns the bytes
   /// the checkpoint holds.
   func interrupted(_ fixture: RunFixture, _ body: [UInt8], etag: String = "v1") throws -> Int64 {
-    fixture.server.route(
-      "/big.bin",
-      .file(FileResource(body: body, etag: .strong(etag), trickle: Trickle(chunkBytes: 32 << 10, interval: 0.05))))
+    fixture.server.route("/big.bin", trickling(body, etag: etag))
     fixture.manifest(Self.manifest)
-    let process = try fixture.start()
-    let deadline = Date().addingTimeInterval(20)
-    while Date() < deadline && checkpointBytes(fixture) < 200_000 { usleep(50_000) }
-    kill(process.processIdentifier, SIGKILL)
-    process.waitUntilExit()
-    let saved = checkpointBytes(fixture)
+    _ = try fixture.interrupt(signal: SIGKILL)
+    let saved = fixture.checkpointBytes()
     #expect(saved >= 200_000)
     #expect(!fixture.folder.exists("big.bin"))
     return saved
-  }
-
-  func checkpointBytes(_ fixture: RunFixture) -> Int64 {
-    guard let store = try? StateStore.open(folder: fixture.folder.path + "/.batchdl", readOnly: true),
-      let points = try? store.checkpoints()
-    else { return 0 }
-    return points.values.map(\.durable).max() ?? 0
-  }
-
-  func rangeStart(_ request: RecordedRequest) -> Int? {
-    guard let range = request.header("range"), range.hasPrefix("bytes=") else { return nil }
-    return Int(range.dropFirst(6).split(separator: "-").first ?? "")
   }
 
   // MARK: - 206 nobody asked for
@@ -137,9 +119,9 @@ import Testing
     let result = try fixture.run()
     #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
     #expect(fixture.holds("big.bin", body))
-    let starts = fixture.server.requests(for: "/big.bin").map(rangeStart)
+    let starts = fixture.server.requests(for: "/big.bin").map(rangeOffset)
     #expect(starts.count == 2)
-    #expect(starts.last == 800_000, "\(starts)")
+    #expect(starts.last == .some(800_000), "\(starts)")
     // This run received the bytes past the checkpoint, not the whole file.
     let bytes = try fixture.summary()["bytes"] as? Int
     #expect(bytes == 1_000_000 - Int(starts.first.flatMap { $0 } ?? 0), "\(String(describing: bytes))")
@@ -161,7 +143,7 @@ import Testing
     let second = try fixture.run()
     #expect(second.status == 0, "\(second.stdout)\(second.stderr)")
     #expect(fixture.holds("big.bin", body))
-    #expect(fixture.server.requests(for: "/big.bin").map(rangeStart) == [800_000])
+    #expect(fixture.server.requests(for: "/big.bin").map(rangeOffset) == [.some(800_000)])
   }
 
   @Test(arguments: [
@@ -177,7 +159,7 @@ import Testing
     let result = try fixture.run()
     #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
     #expect(fixture.holds("big.bin", body))
-    let starts = fixture.server.requests(for: "/big.bin").map(rangeStart)
+    let starts = fixture.server.requests(for: "/big.bin").map(rangeOffset)
     #expect(starts.first != nil && starts.last == .some(nil), "\(starts)")
   }
 

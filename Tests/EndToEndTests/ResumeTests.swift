@@ -17,31 +17,9 @@ import Testing
           - download: BASE/big.bin
     """
 
-  /// Starts `batchdl run` on a trickling download and stops it with `signal` once a checkpoint
-  /// has been recorded; returns the exit status.
+  /// Stops a run with `signal` once a checkpoint has been recorded; returns the exit status.
   func interrupt(_ fixture: RunFixture, signal: Int32) throws -> Int32 {
-    let process = try fixture.start(["--report", "report.json"])
-    let deadline = Date().addingTimeInterval(20)
-    while Date() < deadline && checkpointBytes(fixture) < 200_000 { usleep(50_000) }
-    kill(process.processIdentifier, signal)
-    process.waitUntilExit()
-    return process.terminationStatus
-  }
-
-  func checkpointBytes(_ fixture: RunFixture) -> Int64 {
-    guard let store = try? StateStore.open(folder: fixture.folder.path + "/.batchdl", readOnly: true),
-      let points = try? store.checkpoints()
-    else { return 0 }
-    return points.values.map(\.durable).max() ?? 0
-  }
-
-  func trickling(_ body: [UInt8], etag: String) -> Behavior {
-    .file(FileResource(body: body, etag: .strong(etag), trickle: Trickle(chunkBytes: 32 << 10, interval: 0.05)))
-  }
-
-  func rangeOffset(_ request: RecordedRequest?) -> Int64? {
-    guard let range = request?.header("range"), range.hasPrefix("bytes=") else { return nil }
-    return Int64(range.dropFirst(6).split(separator: "-").first ?? "")
+    try fixture.interrupt(signal: signal, ["--report", "report.json"])
   }
 
   @Test func killedRunResumesWithARangeAndACorrectFile() throws {
@@ -52,7 +30,7 @@ import Testing
     let status = try interrupt(fixture, signal: SIGKILL)
     #expect(status != 0)
     #expect(!fixture.folder.exists("big.bin"))
-    let saved = checkpointBytes(fixture)
+    let saved = fixture.checkpointBytes()
     #expect(saved > 0)
     fixture.server.route("/big.bin", .file(FileResource(body: body, etag: .strong("v1"))))
     fixture.server.clearLog()
@@ -68,7 +46,7 @@ import Testing
     #expect(
       fixture.events().contains { $0["event"] as? String == "resumed" }, "\(fixture.folder.read("events.jsonl") ?? "")")
     #expect(!fixture.folder.exists("big.bin.batchdl-part"))
-    #expect(checkpointBytes(fixture) == 0)
+    #expect(fixture.checkpointBytes() == 0)
   }
 
   @Test func interruptedRunExits3AndResumes() throws {
@@ -90,7 +68,7 @@ import Testing
     #expect(intact)
     #expect((rangeOffset(fixture.server.requests(for: "/big.bin").first) ?? 0) > 0)
     // The finished request's checkpoint and time budget are gone from the state.
-    #expect(checkpointBytes(fixture) == 0)
+    #expect(fixture.checkpointBytes() == 0)
     #expect(try StateStore.open(folder: state, readOnly: true)?.budgets().isEmpty == true)
   }
 
@@ -297,10 +275,10 @@ import Testing
       """)
     let process = try fixture.start(environment: ["STATE_SECRET": "s3cret-in-state-77"])
     let deadline = Date().addingTimeInterval(20)
-    while Date() < deadline && checkpointBytes(fixture) == 0 { usleep(50_000) }
+    while Date() < deadline && fixture.checkpointBytes() == 0 { usleep(50_000) }
     kill(process.processIdentifier, SIGINT)
     process.waitUntilExit()
-    #expect(checkpointBytes(fixture) > 0)
+    #expect(fixture.checkpointBytes() > 0)
     for name in ["state.sqlite", "state.sqlite-wal", "lock"] {
       guard let data = FileManager.default.contents(atPath: fixture.folder.path + "/.batchdl/" + name) else { continue }
       #expect(!String(decoding: data, as: UTF8.self).contains("s3cret-in-state-77"), "\(name)")

@@ -1,3 +1,4 @@
+import BatchDL
 import Foundation
 import TestServer
 import TestSupport
@@ -90,4 +91,36 @@ final class RunFixture {
   func bytes(_ name: String) -> [UInt8]? {
     FileManager.default.contents(atPath: folder.path + "/" + name).map { [UInt8]($0) }
   }
+}
+
+extension RunFixture {
+  /// The most bytes a checkpoint in the fixture's state folder holds (0 when there is none).
+  func checkpointBytes() -> Int64 {
+    guard let store = try? StateStore.open(folder: folder.path + "/.batchdl", readOnly: true),
+      let points = try? store.checkpoints()
+    else { return 0 }
+    return points.values.map(\.durable).max() ?? 0
+  }
+
+  /// Starts `batchdl run` (plus `extra`) and stops it with `signal` once a checkpoint holds at least
+  /// `bytes` (or after 20 s); returns the exit status.
+  func interrupt(signal: Int32, after bytes: Int64 = 200_000, _ extra: [String] = []) throws -> Int32 {
+    let process = try start(extra)
+    let deadline = Date().addingTimeInterval(20)
+    while Date() < deadline && checkpointBytes() < bytes { usleep(50_000) }
+    kill(process.processIdentifier, signal)
+    process.waitUntilExit()
+    return process.terminationStatus
+  }
+}
+
+/// A download served slowly (32 KiB every 50 ms), so that a run can be interrupted in its middle.
+func trickling(_ body: [UInt8], etag: String) -> Behavior {
+  .file(FileResource(body: body, etag: .strong(etag), trickle: Trickle(chunkBytes: 32 << 10, interval: 0.05)))
+}
+
+/// N of a request's `Range: bytes=N-`, or nil when it sent none.
+func rangeOffset(_ request: RecordedRequest?) -> Int64? {
+  guard let range = request?.header("range"), range.hasPrefix("bytes=") else { return nil }
+  return Int64(range.dropFirst(6).split(separator: "-").first ?? "")
 }

@@ -35,13 +35,6 @@ import Testing
     return found
   }
 
-  func checkpointBytes(_ fixture: RunFixture) -> Int64 {
-    guard let store = try? StateStore.open(folder: fixture.folder.path + "/.batchdl", readOnly: true),
-      let points = try? store.checkpoints()
-    else { return 0 }
-    return points.values.map(\.durable).max() ?? 0
-  }
-
   @Test func checkpointsAndTheHTTPCacheNeverHoldAnEncodedSecret() throws {
     let fixture = try RunFixture()
     let body = TestData.pseudoRandomBytes(count: 3 << 20, seed: 81)
@@ -64,11 +57,11 @@ import Testing
     let process = try fixture.start(
       ["--report", "report.json", "--events", "events.jsonl"], environment: environment)
     let deadline = Date().addingTimeInterval(20)
-    while Date() < deadline && checkpointBytes(fixture) < 200_000 { usleep(50_000) }
+    while Date() < deadline && fixture.checkpointBytes() < 200_000 { usleep(50_000) }
     kill(process.processIdentifier, SIGINT)
     process.waitUntilExit()
     #expect(process.terminationStatus == 3)
-    #expect(checkpointBytes(fixture) > 0)
+    #expect(fixture.checkpointBytes() > 0)
     // The server did get the secret (percent-encoded in the query).
     #expect(fixture.server.requests(for: "/big.bin").first?.query == "token=s3cr%7Ct")
     #expect(fixture.server.requests(for: "/data").count == 1)
