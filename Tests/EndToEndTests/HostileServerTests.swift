@@ -8,15 +8,8 @@ import Testing
 /// resume, a lying length, a stall, an oversized header. `to` must only ever hold the complete,
 /// right file, and the report must say what happened.
 @Suite struct HostileServerTests {
-  static let manifest = """
-    version: 1
-    defaults:
-      retry: {attempts: 2, backoff: 100ms}
-    sessions:
-      main:
-        tasks:
-          - download: BASE/big.bin
-    """
+  /// One download of `BASE/big.bin`, two attempts.
+  static let manifest = ResumeTests.manifest
 
   /// Kills a run of a trickling download once a checkpoint holds some of it; returns the bytes
   /// the checkpoint holds.
