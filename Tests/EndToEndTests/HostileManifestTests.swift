@@ -201,6 +201,32 @@ import Testing
     #expect(result.stderr.contains("/dev/zero:1:1: error: cannot read the manifest: it is a character device"))
   }
 
+  @Test func fifoAsManifestWithoutAWriterDoesNotHang() throws {
+    let dir = TemporaryDirectory()
+    #expect(mkfifo(dir.path + "/manifest.yaml", 0o600) == 0)
+    let result = try batchdl(["validate", "manifest.yaml"], in: dir)
+    #expect(result.status == 2, "\(result.stderr)")
+    #expect(result.stderr.contains("manifest.yaml:1:1: error: the manifest is empty"), "\(result.stderr)")
+  }
+
+  @Test func pipedManifestIsRead() throws {
+    let dir = TemporaryDirectory()
+    dir.write("source.yaml", Self.manifest("network", "max_concurrent: 2"))
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/bash")
+    process.arguments = ["-c", "exec \"$BATCHDL\" validate <(cat source.yaml)"]
+    process.environment = ["BATCHDL": BinaryRunner.executable, "PATH": "/usr/bin:/bin"]
+    process.currentDirectoryURL = URL(fileURLWithPath: dir.path)
+    let out = Pipe()
+    process.standardOutput = out
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 0)
+    #expect(output.contains("valid (1 tasks, 1 requests)"), "\(output)")
+  }
+
   // MARK: - Credentials in messages
 
   @Test func unknownAfterDoesNotShowUserInfo() throws {

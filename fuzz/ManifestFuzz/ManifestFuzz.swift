@@ -14,7 +14,7 @@ import BatchDL
 /// A folder of its own for the manifest's path and its list file.
 private let folder: String = {
   var template = Array("/tmp/batchdl-fuzz-XXXXXX".utf8CString)
-  let made = template.withUnsafeMutableBufferPointer { buffer in mkdtemp(buffer.baseAddress) }
+  let made = template.withUnsafeMutableBufferPointer { buffer in buffer.baseAddress.flatMap { mkdtemp($0) } }
   guard made != nil else { fatalError("cannot create a folder under /tmp") }
   return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }()
@@ -68,7 +68,7 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
   guard let manifest else { return 0 }
   do {
     let plan = try Planner().plan(manifest, warnings: diagnostics)
-    var listing = PlanListing(plan: plan, shardCount: 3)
+    let listing = PlanListing(plan: plan, shardCount: 3)
     listing.writeText(to: &sink)
     listing.writeJSON(to: &sink)
   } catch {

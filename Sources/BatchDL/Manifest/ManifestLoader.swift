@@ -34,9 +34,12 @@ public enum ManifestLoader {
 
   /// The manifest's bytes: a regular file or a pipe (`<(command)`), at most `Limits.manifestBytes`.
   static func readManifest(_ path: String, limit: Int = Limits.manifestBytes) throws(FileProblem) -> [UInt8] {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    // Opened without waiting for a writer (a FIFO nobody writes to reads as empty), then read
+    // blocking as usual.
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
     guard fd >= 0 else { throw FileProblem(SystemError("open \(path)")) }
     defer { close(fd) }
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
     var info = stat()
     guard fstat(fd, &info) == 0 else { throw FileProblem(SystemError("stat \(path)")) }
     if (info.st_mode & S_IFMT) != S_IFIFO, let kind = FileAccess.irregularKind(info.st_mode) {
