@@ -1,4 +1,5 @@
 // swift-tools-version:6.2
+import Foundation
 import PackageDescription
 
 let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
@@ -108,3 +109,16 @@ let package = Package(
     ),
   ]
 )
+
+// The fuzz harness of the manifest layer exists only for scripts/fuzz, which sets BATCHDL_FUZZ and
+// builds it with libFuzzer and AddressSanitizer; the normal build and test run never see it.
+if ProcessInfo.processInfo.environment["BATCHDL_FUZZ"] != nil {
+  package.products.append(.executable(name: "batchdl-fuzz", targets: ["batchdl-fuzz"]))
+  package.targets.append(
+    .executableTarget(
+      name: "batchdl-fuzz",
+      dependencies: ["BatchDL"],
+      path: "fuzz/ManifestFuzz",
+      swiftSettings: strict + [.unsafeFlags(["-parse-as-library"])]
+    ))
+}

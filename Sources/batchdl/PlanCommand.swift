@@ -37,7 +37,9 @@ struct PlanCommand: ParsableCommand {
 
   func validate() throws {
     if let shard, case .failure(let problem) = Shard.parse(shard) { throw ValidationError(problem.description) }
-    if let shards, shards < 1 { throw ValidationError("--shards must be at least 1") }
+    if let shards, shards < 1 || shards > Limits.count {
+      throw ValidationError("--shards must be from 1 to \(Limits.count), found \(shards)")
+    }
   }
 
   func run() throws {

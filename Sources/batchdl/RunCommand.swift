@@ -78,7 +78,12 @@ struct RunCommand: ParsableCommand {
     if let shard, case .failure(let problem) = Shard.resolve(shard, shards: shards, environment: environment) {
       throw ValidationError(problem.description)
     }
-    if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
+    if let jobs, jobs < 1 || jobs > Limits.count {
+      throw ValidationError("--jobs must be from 1 to \(Limits.count), found \(jobs)")
+    }
+    if let shards, shards < 1 || shards > Limits.count {
+      throw ValidationError("--shards must be from 1 to \(Limits.count), found \(shards)")
+    }
   }
 
   func run() throws {

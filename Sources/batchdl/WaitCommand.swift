@@ -24,6 +24,12 @@ struct WaitCommand: ParsableCommand {
   @Option(help: "Give up after this many seconds.")
   var timeout: Double?
 
+  func validate() throws {
+    if let timeout, !(timeout >= 0 && timeout <= Limits.waitSeconds) {
+      throw ValidationError("--timeout must be from 0 to \(Int(Limits.waitSeconds)) seconds (about ten years)")
+    }
+  }
+
   func run() throws {
     var stderr = StandardError()
     let plan = try loadPlan(manifest)

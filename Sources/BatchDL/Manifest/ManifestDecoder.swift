@@ -50,7 +50,7 @@ struct ManifestDecoder {
     checkKeys(top, known: Self.topKeys, in: "the manifest")
     var version = 1
     if let node = root["version"] {
-      if let value = integer(node, what: "version") {
+      if let value = integer(node, what: "version", tooLarge: "must be 1 (this batchdl reads version 1)") {
         if value != 1 {
           diagnostics.error(node.mark, "unsupported manifest version \(value): this batchdl reads version 1")
         }
@@ -153,9 +153,13 @@ struct ManifestDecoder {
       case "retry":
         guard let entries = mapping(value, what: "retry") else { continue }
         checkKeys(entries, known: Self.retryKeys, in: "retry")
-        if let node = value["attempts"], let attempts = integer(node, what: "retry.attempts") {
+        if let node = value["attempts"],
+          let attempts = integer(node, what: "retry.attempts", tooLarge: "must be from 1 to \(Limits.count)")
+        {
           if attempts < 1 {
             diagnostics.error(node.mark, "retry.attempts counts every try and must be at least 1 (1 means no retry)")
+          } else if attempts > Limits.count {
+            diagnostics.error(node.mark, "retry.attempts must be from 1 to \(Limits.count), found \(attempts)")
           } else {
             result.attempts = attempts
           }
@@ -187,9 +191,12 @@ struct ManifestDecoder {
               }
             }
           case "max_connections_per_host", "max_concurrent":
-            if let count = integer(flagValue, what: "network.\(name)") {
+            if let count = integer(flagValue, what: "network.\(name)", tooLarge: "must be from 1 to \(Limits.count)") {
               if count < 1 {
                 diagnostics.error(flagValue.mark, "network.\(name) must be at least 1")
+              } else if count > Limits.count {
+                diagnostics.error(
+                  flagValue.mark, "network.\(name) must be from 1 to \(Limits.count), found \(count)")
               } else if name == "max_concurrent" {
                 result.maxConcurrent = count
               } else {
@@ -636,9 +643,17 @@ struct ManifestDecoder {
     return string(node, what: what).map { [$0] } ?? []
   }
 
-  mutating func integer(_ node: YAMLNode, what: String) -> Int? {
+  /// A whole number; one too large for 64 bits is reported as out of range (`tooLarge`, e.g.
+  /// "must be from 1 to 1000000").
+  mutating func integer(_ node: YAMLNode, what: String, tooLarge: String? = nil) -> Int? {
     guard case .scalar(let text, true) = node.content, let value = Int(text) else {
-      diagnostics.error(node.mark, "\(what) must be a whole number, found \(describe(node))")
+      if case .scalar(let text, true) = node.content, let tooLarge,
+        isDigits(text) || text.hasPrefix("-") && isDigits(String(text.dropFirst()))
+      {
+        diagnostics.error(node.mark, "\(what) \(tooLarge), found \(text)")
+      } else {
+        diagnostics.error(node.mark, "\(what) must be a whole number, found \(describe(node))")
+      }
       return nil
     }
     return value
@@ -661,36 +676,58 @@ struct ManifestDecoder {
 
   mutating func size(_ node: YAMLNode, what: String) -> Int64? {
     guard let text = string(node, what: what) else { return nil }
-    guard let value = ByteSize.parse(text) else {
+    switch ByteSize.parsed(text) {
+    case .value(let value) where value <= Limits.bytes:
+      return value
+    case .value, .tooLarge:
+      diagnostics.error(
+        node.mark, "\(what) '\(text)' is too large: sizes may be at most \(ByteSize.format(Limits.bytes))")
+    case .invalid:
       diagnostics.error(
         node.mark,
         "bad size '\(text)' for \(what): write a number of bytes or use KB, MB, GB, TB (powers of 1024), e.g. 20MB")
-      return nil
     }
-    return value
+    return nil
   }
 
   mutating func rate(_ node: YAMLNode) -> Int64? {
     guard let text = string(node, what: "network.rate_limit") else { return nil }
     let trimmed = text.trimmingSpaces
-    guard trimmed.hasSuffix("/s"), let value = ByteSize.parse(String(trimmed.dropLast(2))), value > 0 else {
+    let parsed = trimmed.hasSuffix("/s") ? ByteSize.parsed(String(trimmed.dropLast(2))) : .invalid
+    switch parsed {
+    case .value(let value) where value > 0 && value <= Limits.bytes:
+      return value
+    case .value(let value) where value > 0:
+      diagnostics.error(
+        node.mark,
+        "network.rate_limit '\(text)' is too large: rates may be at most \(ByteSize.format(Limits.bytes))/s")
+    case .tooLarge:
+      diagnostics.error(
+        node.mark,
+        "network.rate_limit '\(text)' is too large: rates may be at most \(ByteSize.format(Limits.bytes))/s")
+    case .value, .invalid:
       diagnostics.error(node.mark, "bad rate '\(text)' for network.rate_limit: write a size per second, e.g. 50MB/s")
-      return nil
     }
-    return value
+    return nil
   }
 
   mutating func interval(_ node: YAMLNode, what: String, positive: Bool) -> Interval? {
     guard let text = string(node, what: what) else { return nil }
-    guard let value = Interval.parse(text) else {
-      diagnostics.error(node.mark, "bad duration '\(text)' for \(what): use ms, s, m, h or d, e.g. 30s, 5m, 2h, 7d")
-      return nil
-    }
-    if positive && value.milliseconds == 0 {
+    switch Interval.parsed(text) {
+    case .value(let value) where value > Limits.interval:
+      diagnostics.error(
+        node.mark, "\(what) '\(text)' is too long: durations may be at most \(Limits.interval) (about ten years)")
+    case .value(let value) where positive && value.milliseconds == 0:
       diagnostics.error(node.mark, "\(what) must be longer than zero")
-      return nil
+    case .value(let value):
+      return value
+    case .tooLarge:
+      diagnostics.error(
+        node.mark, "\(what) '\(text)' is too long: durations may be at most \(Limits.interval) (about ten years)")
+    case .invalid:
+      diagnostics.error(node.mark, "bad duration '\(text)' for \(what): use ms, s, m, h or d, e.g. 30s, 5m, 2h, 7d")
     }
-    return value
+    return nil
   }
 
   mutating func choice<T: RawRepresentable & CaseIterable>(_ node: YAMLNode, what: String, _ type: T.Type) -> T?

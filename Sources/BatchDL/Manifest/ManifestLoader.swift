@@ -25,11 +25,44 @@ public enum ManifestLoader {
     path: String, environment: [String: String] = ProcessInfo.processInfo.environment
   ) -> (manifest: Manifest?, diagnostics: [Diagnostic]) {
     do {
-      return read(try FileAccess.readAll(path), path: path, environment: environment)
+      return read(try readManifest(path), path: path, environment: environment)
     } catch {
       let start = SourceMark(file: path, line: 1, column: 1)
       return (nil, [Diagnostic(.error, at: start, "cannot read the manifest: \(error.reason)")])
     }
+  }
+
+  /// The manifest's bytes: a regular file or a pipe (`<(command)`), at most `Limits.manifestBytes`.
+  static func readManifest(_ path: String, limit: Int = Limits.manifestBytes) throws(FileProblem) -> [UInt8] {
+    // Opened without waiting for a writer (a FIFO nobody writes to reads as empty), then read
+    // blocking as usual.
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+    guard fd >= 0 else { throw FileProblem(SystemError("open \(path)")) }
+    defer { close(fd) }
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+    var info = stat()
+    guard fstat(fd, &info) == 0 else { throw FileProblem(SystemError("stat \(path)")) }
+    if (info.st_mode & S_IFMT) != S_IFIFO, let kind = FileAccess.irregularKind(info.st_mode) {
+      throw FileProblem("it is \(kind), not a regular file")
+    }
+    let tooLarge = FileProblem(
+      "it holds more than \(ByteSize.format(Int64(limit))), the most batchdl reads; move long lists of URLs into 'list:' files"
+    )
+    if Int64(info.st_size) > Int64(limit) { throw tooLarge }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(max(0, Int(info.st_size)))
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+      let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+      if count < 0 {
+        if errno == EINTR { continue }
+        throw FileProblem(SystemError("read \(path)"))
+      }
+      if count == 0 { break }
+      if bytes.count + count > limit { throw tooLarge }
+      bytes.append(contentsOf: chunk[0..<count])
+    }
+    return bytes
   }
 
   /// `read(path:environment:)` for text already in memory.
@@ -43,12 +76,14 @@ public enum ManifestLoader {
         diagnostics.error(
           SourceMark(file: path, line: 1, column: 1), "the manifest is empty: it needs 'version: 1' and 'sessions:'")
       }
-      return (nil, diagnostics.sorted)
+      return (nil, diagnostics.sorted.map(Redactor().diagnostic))
     }
     var decoder = ManifestDecoder(file: path, environment: environment)
     let manifest = decoder.decode(root, path: path, directory: FileAccess.directory(of: path))
     diagnostics.append(contentsOf: decoder.diagnostics)
-    return (manifest, diagnostics.sorted)
+    // Messages quote what the manifest says: URL user-info and `${VAR}` secrets are masked in all.
+    let redactor = Redactor(secrets: decoder.secrets)
+    return (manifest, diagnostics.sorted.map(redactor.diagnostic))
   }
 
   private static func checked(

@@ -30,7 +30,15 @@ public struct Planner {
         all.warning(diagnostic.mark, diagnostic.message)
       }
     }
-    all.append(contentsOf: builder.diagnostics)
+    // The planner's messages quote ids, URLs and list lines: mask user-info and secrets in them
+    // (the loader's are masked already).
+    for diagnostic in builder.diagnostics.items.map(builder.redactor.diagnostic) {
+      if diagnostic.severity == .error {
+        all.error(diagnostic.mark, diagnostic.message)
+      } else {
+        all.warning(diagnostic.mark, diagnostic.message)
+      }
+    }
     if all.hasErrors { throw ManifestError(diagnostics: all.sorted) }
     return Plan(
       manifest: manifest, text: builder.text, tasks: builder.tasks, requests: builder.requests, order: order,
@@ -139,7 +147,7 @@ private struct PlanBuilder {
     switch normalizer.normalize(spec.url) {
     case .success(let value): normalized = value
     case .failure(let problem):
-      diagnostics.error(spec.urlMark, redactor.text(problem.description))
+      diagnostics.error(spec.urlMark, problem.description)
       return
     }
     // Where the file goes: `to:` (a trailing `/` names a folder), else the URL's last segment.
@@ -234,7 +242,7 @@ private struct PlanBuilder {
   /// list's count of problem lines goes on past the ones it lists.
   var lineHadProblem = false
 
-  static func countLines(_ path: String) throws(SystemError) -> Int {
+  static func countLines(_ path: String) throws(FileProblem) -> Int {
     var count = 0
     let reader = try LineReader(path: path)
     try reader.forEachLine { _ in count += 1 }
@@ -387,7 +395,7 @@ private struct PlanBuilder {
         }
         lineHadProblem = true
         if !quiet {
-          let name = redactor.text(text.string(nameRef))
+          let name = text.string(nameRef)
           if toRef.isNone {
             diagnostics.error(
               mark, "two tasks have the id '\(name)' (also at \(self.mark(of: previous))); give one of them an 'id:'")
@@ -490,7 +498,7 @@ private struct PlanBuilder {
       if let other = self.task(withID: id), other != task {
         diagnostics.error(
           mark,
-          "two tasks have the id '\(redactor.text(id))' (also at \(self.mark(of: tasks[Int(other)]))); ids must be unique"
+          "two tasks have the id '\(id)' (also at \(self.mark(of: tasks[Int(other)]))); ids must be unique"
         )
         continue
       }
@@ -506,7 +514,8 @@ private struct PlanBuilder {
     for (task, refs) in afterRefs {
       var resolved: [(task: Int32, ref: TaskReference)] = []
       for ref in refs {
-        guard let target = self.task(withID: ref.id) else {
+        // A data task's URL id has its user-info masked: a reference may quote the URL as written.
+        guard let target = self.task(withID: ref.id) ?? self.task(withID: redactor.url(ref.id)) else {
           if partial || !reported.insert(ref.mark).inserted { continue }
           var hint = ""
           if smallPlan {
@@ -514,7 +523,7 @@ private struct PlanBuilder {
             candidates = ids
             hint = Suggestions.hint(for: ref.id, in: ids)
           }
-          diagnostics.error(ref.mark, "after: no task has the id '\(redactor.text(ref.id))'\(hint)")
+          diagnostics.error(ref.mark, "after: no task has the id '\(ref.id)'\(hint)")
           continue
         }
         if target == task {
@@ -556,7 +565,7 @@ private struct PlanBuilder {
         switch color[edge.task] {
         case .visiting:
           guard let begin = stack.firstIndex(where: { $0.task == edge.task }) else { continue }
-          let cycle = stack[begin...].map { redactor.text(text.string(tasks[Int($0.task)].id)) }
+          let cycle = stack[begin...].map { text.string(tasks[Int($0.task)].id) }
           let path = (cycle + [cycle[0]]).joined(separator: " → ")
           diagnostics.error(edge.ref.mark, "cycle in after: \(path); remove one of these references")
         case .done:
@@ -631,7 +640,7 @@ private struct PlanBuilder {
       let task = tasks[Int(requests[stuck].firstTask)]
       diagnostics.error(
         mark(of: task),
-        "after: requests wait for each other through tasks that share them (task '\(redactor.text(text.string(task.id)))'); remove one of the references"
+        "after: requests wait for each other through tasks that share them (task '\(text.string(task.id))'); remove one of the references"
       )
     }
     return order

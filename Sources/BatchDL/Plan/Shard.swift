@@ -50,7 +50,12 @@ public struct Shard: Hashable, Sendable, CustomStringConvertible {
           Problem(description: "SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not (or give --shards N)"))
       }
       let minimum = environment["SLURM_ARRAY_TASK_MIN"].flatMap { Int($0) } ?? 0
-      return parse("\(id - minimum)/\(count)")
+      let (index, overflow) = id.subtractingReportingOverflow(minimum)
+      guard !overflow else {
+        return .failure(
+          Problem(description: "SLURM_ARRAY_TASK_ID (\(id)) less SLURM_ARRAY_TASK_MIN (\(minimum)) is out of range"))
+      }
+      return parse("\(index)/\(count)")
     }
     return .failure(
       Problem(

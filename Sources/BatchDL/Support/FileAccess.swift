@@ -97,35 +97,152 @@ public enum FileAccess {
   }
 }
 
-/// Reads a text file line by line without loading it whole.
-public final class LineReader {
-  private let file: UnsafeMutablePointer<FILE>
-  private var buffer: UnsafeMutablePointer<CChar>?
-  private var capacity = 0
+/// Why a file cannot be read: the system's words, or a limit the file passes.
+public struct FileProblem: Error, CustomStringConvertible {
+  public var reason: String
 
-  public init(path: String) throws(SystemError) {
-    guard let file = fopen(path, "re") else { throw SystemError("open \(path)") }
-    self.file = file
+  public init(_ reason: String) {
+    self.reason = reason
+  }
+
+  init(_ error: SystemError) {
+    reason = error.reason
+  }
+
+  public var description: String { reason }
+}
+
+extension FileAccess {
+  /// What kind of file `mode` describes, in words, when it is not a regular file.
+  static func irregularKind(_ mode: mode_t) -> String? {
+    switch mode & S_IFMT {
+    case S_IFREG: return nil
+    case S_IFDIR: return "a folder"
+    case S_IFIFO: return "a FIFO (named pipe)"
+    case S_IFCHR: return "a character device"
+    case S_IFBLK: return "a block device"
+    case S_IFSOCK: return "a socket"
+    default: return "not a regular file"
+    }
+  }
+}
+
+/// Reads a regular text file line by line without loading it whole, within limits on its bytes,
+/// its lines and the bytes of one line, so that memory stays bounded whatever the file holds.
+public final class LineReader {
+  public struct Limits: Sendable {
+    public var bytes: Int64
+    public var lines: Int
+    public var lineBytes: Int
+
+    public init(bytes: Int64, lines: Int, lineBytes: Int) {
+      self.bytes = bytes
+      self.lines = lines
+      self.lineBytes = lineBytes
+    }
+
+    /// What one `list:` file may hold.
+    public static let listFile = Limits(
+      bytes: BatchDL.Limits.listBytes, lines: BatchDL.Limits.listLines, lineBytes: BatchDL.Limits.listLineBytes)
+  }
+
+  private let fd: Int32
+  private let limits: Limits
+
+  /// Opens `path`; FIFOs, devices, folders and sockets are refused (without blocking on a FIFO),
+  /// and so is a file already larger than `limits.bytes`.
+  public init(path: String, limits: Limits = .listFile) throws(FileProblem) {
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+    guard fd >= 0 else { throw FileProblem(SystemError("open \(path)")) }
+    var info = stat()
+    guard fstat(fd, &info) == 0 else {
+      let error = SystemError("stat \(path)")
+      close(fd)
+      throw FileProblem(error)
+    }
+    if let kind = FileAccess.irregularKind(info.st_mode) {
+      close(fd)
+      throw FileProblem("it is \(kind), not a regular file")
+    }
+    if Int64(info.st_size) > limits.bytes {
+      close(fd)
+      throw FileProblem(Self.tooLarge(limits))
+    }
+    self.fd = fd
+    self.limits = limits
   }
 
   deinit {
-    free(buffer)
-    fclose(file)
+    close(fd)
+  }
+
+  private static func tooLarge(_ limits: Limits) -> String {
+    "it holds more than \(ByteSize.format(limits.bytes)), the most one list file may hold; split it into several"
   }
 
   /// Calls `body` with each line's bytes (without the line break) until the end of the file.
-  public func forEachLine(_ body: (UnsafeBufferPointer<UInt8>) -> Void) throws(SystemError) {
-    while true {
-      let count = getline(&buffer, &capacity, file)
-      if count < 0 {
-        if ferror(file) != 0 { throw SystemError("read") }
-        return
+  public func forEachLine(_ body: (UnsafeBufferPointer<UInt8>) -> Void) throws(FileProblem) {
+    let chunkSize = 1 << 18
+    let chunk = UnsafeMutablePointer<UInt8>.allocate(capacity: chunkSize)
+    defer { chunk.deallocate() }
+    // A line that runs past the end of a chunk (at most `limits.lineBytes` of it).
+    var carry: [UInt8] = []
+    var total: Int64 = 0
+    var lines = 0
+
+    func deliver(_ start: UnsafePointer<UInt8>, _ count: Int) throws(FileProblem) {
+      lines += 1
+      if lines > limits.lines {
+        throw FileProblem(
+          "it has more than \(limits.lines) lines, the most one list file may hold; split it into several")
       }
-      guard let buffer else { return }
       var length = count
-      let bytes = UnsafeRawPointer(buffer).assumingMemoryBound(to: UInt8.self)
-      while length > 0, bytes[length - 1] == 0x0A || bytes[length - 1] == 0x0D { length -= 1 }
-      body(UnsafeBufferPointer(start: bytes, count: length))
+      while length > 0, start[length - 1] == 0x0A || start[length - 1] == 0x0D { length -= 1 }
+      body(UnsafeBufferPointer(start: start, count: length))
+    }
+
+    func lineTooLong() -> FileProblem {
+      FileProblem(
+        "line \(lines + 1) is longer than \(ByteSize.format(Int64(limits.lineBytes))), the most one line may hold")
+    }
+
+    while true {
+      let count = read(fd, chunk, chunkSize)
+      if count < 0 {
+        if errno == EINTR { continue }
+        throw FileProblem(SystemError("read"))
+      }
+      if count == 0 { break }
+      total += Int64(count)
+      if total > limits.bytes { throw FileProblem(Self.tooLarge(limits)) }
+      var start = 0
+      while start < count {
+        guard let newline = memchr(chunk + start, 0x0A, count - start) else {
+          if carry.count + count - start > limits.lineBytes { throw lineTooLong() }
+          carry.append(contentsOf: UnsafeBufferPointer(start: chunk + start, count: count - start))
+          break
+        }
+        let end = chunk.distance(to: newline.assumingMemoryBound(to: UInt8.self))
+        if carry.isEmpty {
+          if end - start > limits.lineBytes { throw lineTooLong() }
+          try deliver(chunk + start, end - start)
+        } else {
+          if carry.count + end - start > limits.lineBytes { throw lineTooLong() }
+          carry.append(contentsOf: UnsafeBufferPointer(start: chunk + start, count: end - start))
+          try carry.withUnsafeBufferPointer { (buffer) throws(FileProblem) in
+            guard let base = buffer.baseAddress else { return }
+            try deliver(base, buffer.count)
+          }
+          carry.removeAll(keepingCapacity: true)
+        }
+        start = end + 1
+      }
+    }
+    if !carry.isEmpty {
+      try carry.withUnsafeBufferPointer { (buffer) throws(FileProblem) in
+        guard let base = buffer.baseAddress else { return }
+        try deliver(base, buffer.count)
+      }
     }
   }
 }

@@ -65,7 +65,10 @@ public struct Redactor: Sendable {
   /// `text` with every known secret value, in any of its spellings, replaced by its `${NAME}`. When
   /// a secret is still there once `%XX` sequences are decoded (a mix of encoded and literal bytes),
   /// the decoded text is masked instead.
+  ///
+  /// The user-info of every URL in it is masked first.
   public func text(_ text: String) -> String {
+    let text = Self.maskUserInfo(in: text)
     guard !secrets.isEmpty else { return text }
     let result = replacingSecrets(in: text)
     if result.utf8.contains(0x25) {
@@ -91,6 +94,34 @@ public struct Redactor: Sendable {
   /// A header value fit for output.
   public func header(name: String, value: String) -> String {
     Self.sensitiveHeaders.contains(name.lowercased()) ? Self.mask : text(value)
+  }
+
+  /// A diagnostic fit for output: its message passed through `text(_:)`.
+  public func diagnostic(_ diagnostic: Diagnostic) -> Diagnostic {
+    var result = diagnostic
+    result.message = text(diagnostic.message)
+    return result
+  }
+
+  /// `text` with the user-info of every `scheme://user:password@host` in it masked, wherever the
+  /// URL stands (quoted in a message, in a list of ids): the authority runs to the first `/`, `?`,
+  /// `#` or white space, and everything up to its last `@` is masked.
+  public static func maskUserInfo(in text: String) -> String {
+    guard text.utf8.contains(0x40), text.contains("://") else { return text }
+    var result = ""
+    var rest = Substring(text)
+    while let separator = rest.range(of: "://") {
+      result += rest[..<separator.upperBound]
+      rest = rest[separator.upperBound...]
+      let authorityEnd =
+        rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" || $0.isWhitespace } ?? rest.endIndex
+      if let at = rest[..<authorityEnd].lastIndex(of: "@"), rest[..<at] != Substring(mask) {
+        result += mask
+        rest = rest[at...]
+      }
+    }
+    result += rest
+    return result
   }
 
   /// `scheme://user:password@host/...` becomes `scheme://<redacted>@host/...`.

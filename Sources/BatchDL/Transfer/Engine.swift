@@ -162,7 +162,7 @@ public final class Engine {
     remaining = jobs.count
     let maxHost = jobs.map(\.spec.hostLimit).max() ?? 6
     try multi.set(CURLMOPT_MAX_HOST_CONNECTIONS, maxHost)
-    try multi.set(CURLMOPT_MAXCONNECTS, max(32, self.globalLimit * 2))
+    try multi.set(CURLMOPT_MAXCONNECTS, max(32, min(self.globalLimit, Limits.count) * 2))
     struct QueueName: Hashable {
       var session: Int
       var host: String
@@ -517,8 +517,11 @@ public final class Engine {
   /// Exponential backoff with equal jitter, at least the server's `Retry-After` (capped at an hour).
   private func backoff(job: Int, retryAfterSeconds: Int64) -> Interval {
     let policy = jobs[job].spec.retry
-    let exponent = min(jobs[job].attempts - 1, 30)
-    let base = min(policy.maxBackoff.milliseconds, policy.backoff.milliseconds &<< Int64(exponent))
+    let exponent = max(0, min(jobs[job].attempts - 1, 30))
+    // Doubling stops at the cap rather than wrapping around (a long backoff doubled 30 times).
+    let doubled =
+      policy.backoff.milliseconds > Int64.max >> exponent ? Int64.max : policy.backoff.milliseconds << exponent
+    let base = max(0, min(policy.maxBackoff.milliseconds, doubled))
     let jittered = base / 2 + (base > 1 ? Int64.random(in: 0...(base / 2)) : 0)
     let server = min(retryAfterSeconds, 3600) * 1000
     return Interval(milliseconds: max(jittered, server))
