@@ -265,11 +265,7 @@ struct ManifestDecoder {
 
     let dest = own.dest ?? defaults.dest ?? ""
 
-    var headers: [Header] = []
-    for header in defaults.headers + own.headers {
-      headers.removeAll { $0.name.lowercased() == header.name.lowercased() }
-      headers.append(header)
-    }
+    let headers = defaults.headers.merged(with: own.headers)
 
     let flags = defaults.flags.merging(own.flags) { $1 }
     let interfaces = defaults.interfaces.merging(own.interfaces) { $1 }

@@ -137,6 +137,21 @@ public struct Header: Hashable, Sendable {
   }
 }
 
+extension [Header] {
+  /// These headers with `overrides` laid over them: a header of the same name (compared without
+  /// case) is replaced, and keeps the later position. The one rule by which defaults, a session's
+  /// headers and a task's headers combine.
+  public func merged(with overrides: [Header]) -> [Header] {
+    var result = self
+    for header in overrides {
+      let name = header.name.lowercased()
+      result.removeAll { $0.name.lowercased() == name }
+      result.append(header)
+    }
+    return result
+  }
+}
+
 public struct Session: Sendable {
   public var name: String
   public var mark: SourceMark

@@ -108,6 +108,9 @@ public struct Plan: Sendable {
   public func destination(of task: PlannedTask) -> String? { text.optionalString(task.to) }
   public func url(of request: PlannedRequest) -> String { text.string(request.url) }
 
+  /// The session a request belongs to.
+  public func session(of request: PlannedRequest) -> Session { manifest.sessions[Int(request.session)] }
+
   /// The declaration a task came from.
   public func entry(of task: PlannedTask) -> TaskEntry {
     manifest.sessions[Int(task.session)].tasks[Int(task.entry)]

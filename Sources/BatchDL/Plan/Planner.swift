@@ -108,11 +108,7 @@ private struct PlanBuilder {
     session: Session, sessionIndex: Int, entryIndex: Int, kind: TaskKind, method: String, headers: [Header],
     body: String, priority: Priority
   ) -> EntryContext {
-    var effective = session.headers
-    for header in headers {
-      effective.removeAll { $0.name.lowercased() == header.name.lowercased() }
-      effective.append(header)
-    }
+    let effective = session.headers.merged(with: headers)
     var hasher = SHA256()
     hasher.update(data: Array("batchdl-request/1\n\(session.kind.rawValue)\n\(method)\n".utf8))
     for header in effective.sorted(by: { $0.name.lowercased() < $1.name.lowercased() }) {

@@ -71,9 +71,7 @@ public struct PriorState: Sendable {
         reason = reason ?? "the request changed since it was fetched"
         continue
       }
-      if let destination = plan.destination(of: task).map({
-        FileAccess.resolve($0, against: plan.manifest.absoluteDirectory)
-      }) {
+      if let destination = plan.absoluteDestination(of: task) {
         guard let info = FileAccess.status(destination) else {
           reason = reason ?? "the file is missing"
           continue
@@ -108,19 +106,9 @@ public struct PriorState: Sendable {
   /// least the checkpointed bytes.
   public func resumePoint(for request: PlannedRequest, in plan: Plan) -> Checkpoint? {
     guard let point = checkpoints[request.key.description], point.durable > 0, point.validator != nil,
-      let expected = PriorState.partialPath(for: request, in: plan), point.partial == expected,
+      let expected = plan.partialPath(of: request), point.partial == expected,
       let info = FileAccess.status(point.partial), info.size >= point.durable
     else { return nil }
     return point
-  }
-
-  /// The partial file a request's body goes to, when it goes to a file.
-  public static func partialPath(for request: PlannedRequest, in plan: Plan) -> String? {
-    guard
-      let owner = plan.tasks(of: request).first(where: { $0.kind != .data && !$0.to.isNone })
-        ?? plan.tasks(of: request).first(where: { !$0.to.isNone }),
-      let to = plan.destination(of: owner)
-    else { return nil }
-    return FileAccess.resolve(to, against: plan.manifest.absoluteDirectory) + ".batchdl-part"
   }
 }

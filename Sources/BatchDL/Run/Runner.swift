@@ -79,8 +79,6 @@ public final class Runner: TransferObserver {
   private var lastFlush = Engine.now()
   /// Set from the signal handler's queue; read on the engine's thread.
   private let interrupted = Flag()
-  /// HTTP caches of data tasks, per session index.
-  private var caches: [Int: HTTPCache] = [:]
   /// Cached responses being revalidated, by request index: a 304 serves them.
   private var revalidating: [Int32: CachedResponse] = [:]
 
@@ -126,8 +124,8 @@ public final class Runner: TransferObserver {
     // tearing the runner down.
     defer {
       store = nil
-      caches.removeAll()
-      lastFolder = nil
+      builder.closeCaches()
+      placer.close()
     }
     if let path = options.eventsPath {
       do {
@@ -157,9 +155,9 @@ public final class Runner: TransferObserver {
     var jobOfRequest: [Int32: Int] = [:]
     for index in requests {
       let request = plan.requests[Int(index)]
-      if let cache = cache(for: request) {
+      if let cache = builder.cache(for: request) {
         // Data tasks: the session's HTTP cache and cache.policy decide.
-        switch cache.lookup(key: request.key.description, policy: session(of: request).cache.policy) {
+        switch cache.lookup(key: request.key.description, policy: plan.session(of: request).cache.policy) {
         case .useCached(let cached):
           serve(cached, for: request, source: "cache")
           continue
@@ -191,34 +189,10 @@ public final class Runner: TransferObserver {
       let request = plan.requests[Int(index)]
       // A dependency that is unchanged is already satisfied.
       let dependencies = request.dependencies.compactMap { jobOfRequest[$0] }
-      var (spec, owner) = spec(for: request)
-      var failure: TransferFailure?
-      if let owner {
-        do throws(TransferFailure) {
-          try prepare(owner.path, for: owner.task)
-        } catch {
-          failure = error
-        }
-      }
-      switch actions[index] {
-      case .resume?:
-        if let point = prior.resumePoint(for: request, in: plan), let validator = point.validator {
-          spec.resume = .init(offset: point.durable, validator: validator, total: point.total)
-        }
-        spec.spentBefore = spentBefore(request)
-      case .revalidate?:
-        if let cached = revalidating[index] {
-          spec.conditional = .init(etag: cached.etag, lastModified: cached.lastModified)
-        } else {
-          let stored = plan.tasks(of: request).compactMap { prior.results[plan.id(of: $0)] }.first
-          spec.conditional = .init(etag: stored?.etag, lastModified: stored?.lastModified)
-        }
-      default:
-        spec.spentBefore = spentBefore(request)
-      }
-      var job = TransferJob(spec: spec, dependencies: dependencies, failure: failure)
-      job.admission = admission(for: request)
-      jobs.append(job)
+      jobs.append(
+        builder.job(
+          for: request, action: actions[index], cached: revalidating[index], prior: prior, dependencies: dependencies,
+          placer: placer))
     }
     let handler = InterruptHandler { [interrupted] in interrupted.set() }
     // The run's bookkeeping (placing files, the report, the state, progress) goes on beside the
@@ -226,7 +200,7 @@ public final class Runner: TransferObserver {
     let relay = ObserverRelay(self)
     do {
       defer { relay.stop() }
-      let engine = try Engine(jobs: jobs, globalLimit: options.jobs ?? globalLimit(), observer: relay)
+      let engine = try Engine(jobs: jobs, globalLimit: options.jobs ?? builder.globalLimit, observer: relay)
       self.engine = engine
       let canceller = engine.canceller
       handler.onInterrupt = { canceller.cancel() }
@@ -332,15 +306,15 @@ public final class Runner: TransferObserver {
 
   /// Deletes the partial files of ephemeral sessions: nothing of theirs outlives the run.
   private func cleanEphemeralPartials() {
-    for index in jobRequests where session(of: plan.requests[Int(index)]).kind == .ephemeral {
-      if let partial = PriorState.partialPath(for: plan.requests[Int(index)], in: plan) { unlink(partial) }
+    for index in jobRequests where plan.session(of: plan.requests[Int(index)]).kind == .ephemeral {
+      if let partial = plan.partialPath(of: plan.requests[Int(index)]) { unlink(partial) }
     }
   }
 
   // MARK: - State
 
   private func persists(_ request: PlannedRequest) -> Bool {
-    store != nil && session(of: request).kind != .ephemeral
+    store != nil && plan.session(of: request).kind != .ephemeral
   }
 
   public func transferCheckpoints(_ checkpoints: [TransferCheckpoint]) {
@@ -399,13 +373,7 @@ public final class Runner: TransferObserver {
         errorMessage: result.error?.message))
   }
 
-  private func globalLimit() -> Int {
-    plan.manifest.sessions.map(\.network.maxConcurrent).max() ?? 16
-  }
-
   // MARK: - Jobs
-
-  private func session(of request: PlannedRequest) -> Session { plan.manifest.sessions[Int(request.session)] }
 
   /// `path` made absolute against the working directory.
   public static func absolute(_ path: String) -> String {
@@ -414,84 +382,6 @@ public final class Runner: TransferObserver {
 
   /// Absolute path of a destination relative to the manifest's folder.
   private func absolute(_ path: String) -> String { FileAccess.resolve(path, against: plan.manifest.absoluteDirectory) }
-
-  static func partialPath(_ destination: String) -> String { destination + ".batchdl-part" }
-
-  /// Time earlier runs charged to a request against `timeouts.resource` (ms).
-  private func spentBefore(_ request: PlannedRequest) -> Int64 {
-    prior.budgets[request.key.description]?.spent ?? 0
-  }
-
-  /// The request's transfer, and the task whose destination its body goes to (with that
-  /// destination's absolute path), when it goes to a file.
-  private func spec(for request: PlannedRequest) -> (TransferSpec, owner: (task: PlannedTask, path: String)?) {
-    let session = session(of: request)
-    let tasks = plan.tasks(of: request)
-    let first = tasks[0]
-    var headers = session.headers
-    var body = TransferSpec.Body.none
-    if case .task(let spec) = plan.entry(of: first) {
-      for header in spec.headers {
-        headers.removeAll { $0.name.lowercased() == header.name.lowercased() }
-        headers.append(header)
-      }
-      if let text = spec.body {
-        body = .bytes(Array(text.utf8))
-      } else if let file = spec.bodyFile ?? spec.from {
-        body = .file(absolute(file))
-      } else if !spec.form.isEmpty {
-        body = .form(spec.form.map { .init(name: $0.name, value: $0.value, file: $0.file.map(absolute)) })
-      }
-    } else if case .list(let spec) = plan.entry(of: first) {
-      for header in spec.headers {
-        headers.removeAll { $0.name.lowercased() == header.name.lowercased() }
-        headers.append(header)
-      }
-    }
-    let target: TransferSpec.Target
-    var owner: (task: PlannedTask, path: String)?
-    if let first = tasks.first(where: { $0.kind != .data && !$0.to.isNone }), let to = plan.destination(of: first) {
-      let path = absolute(to)
-      owner = (first, path)
-      target = .file(Self.partialPath(path))
-    } else if let spiller = tasks.first(where: { becomeDownload(of: $0) != nil }),
-      let rule = becomeDownload(of: spiller),
-      let to = plan.destination(of: spiller)
-    {
-      let path = absolute(to)
-      owner = (spiller, path)
-      target = .memory(
-        limit: Self.dataMemoryLimit,
-        spill: .init(contentTypes: rule.contentTypes, largerThan: rule.largerThan, path: Self.partialPath(path)))
-    } else {
-      target = .memory(limit: Self.dataMemoryLimit, spill: nil)
-    }
-    var spec = TransferSpec(
-      method: request.method, url: plan.url(of: request), headers: headers.map { "\($0.name): \($0.value)" },
-      body: body, target: target, requestTimeout: session.timeouts.request, resourceTimeout: session.timeouts.resource,
-      retry: session.retry, rateLimit: session.network.rateLimit,
-      hostKey: plan.hosts[Int(request.host)], hostLimit: session.network.maxConnectionsPerHost,
-      sessionKey: Int(request.session), sessionLimit: session.network.maxConcurrent, insecure: session.insecure)
-    spec.originOnlyHeaders = Set(
-      headers.lazy.filter {
-        Redactor.sensitiveHeaders.contains($0.name.lowercased()) || self.redactor.text($0.value) != $0.value
-      }
-      .map { $0.name.lowercased() })
-    spec.decodeContent = tasks.allSatisfy { $0.kind == .data }
-    spec.cookieJar = cookieJars[Int(request.session)]
-    spec.waitsForConnectivity = session.network.waitsForConnectivity
-    return (spec, owner)
-  }
-
-  /// Each session's cookie jar: empty for an ephemeral session (cookies in memory only).
-  private lazy var cookieJars: [String] = plan.manifest.sessions.map {
-    $0.kind == .ephemeral ? "" : state.cookieJar(session: $0.name)
-  }
-
-  private func becomeDownload(of task: PlannedTask) -> BecomeDownload? {
-    guard task.kind == .data, case .task(let spec) = plan.entry(of: task) else { return nil }
-    return spec.becomeDownload
-  }
 
   // MARK: - Events
 
@@ -518,7 +408,7 @@ public final class Runner: TransferObserver {
   public var wantsResponses: Bool { eventLog != nil }
 
   public func transferBecameDownload(_ job: Int) {
-    for task in plan.tasks(of: request(ofJob: job)) where becomeDownload(of: task) != nil {
+    for task in plan.tasks(of: request(ofJob: job)) where plan.becomeDownload(of: task) != nil {
       emit(.becameDownload(task: id(task), to: redactor.text(plan.destination(of: task) ?? "")))
     }
   }
@@ -578,11 +468,11 @@ public final class Runner: TransferObserver {
       }
       // Keep the partial file only while a checkpoint can continue it.
       if prior.checkpoints[key] == nil && !hasCheckpoint(job) {
-        if let partial = PriorState.partialPath(for: request, in: plan) { unlink(partial) }
+        if let partial = plan.partialPath(of: request) { unlink(partial) }
       }
     case .success(let result) where result.notModified && revalidating[jobRequests[job]] != nil:
       if let cached = revalidating[jobRequests[job]] {
-        let refreshed = (try? caches[Int(request.session)]?.refresh(key: key, head: result.head)) ?? nil
+        let refreshed = (try? builder.cache(for: request)?.refresh(key: key, head: result.head)) ?? nil
         serve(refreshed ?? cached, for: request, source: "not-modified", attempts: result.attempts)
       }
     case .success(let result) where result.notModified:
@@ -599,7 +489,7 @@ public final class Runner: TransferObserver {
       }
     case .success(let received):
       let result = received.withDigest()
-      if let cache = cache(for: request), let body = result.body {
+      if let cache = builder.cache(for: request), let body = result.body {
         var head = result.head
         // The body is stored as received by the task: decoded, at its own length.
         head.fields.removeAll { $0.name == "content-encoding" || $0.name == "content-length" }
@@ -618,41 +508,11 @@ public final class Runner: TransferObserver {
     flushStore()
   }
 
-  /// The network policy's gate for a request (nil when its session restricts nothing).
-  private func admission(for request: PlannedRequest) -> (@Sendable () -> Admission)? {
-    let settings = session(of: request).network
-    let unrestricted =
-      settings.allowsCellular && settings.allowsExpensive && settings.allowsConstrained && !settings.discretionary
-    guard !unrestricted else { return nil }
-    let policy = networkPolicy
-    let url = plan.url(of: request)
-    return {
-      switch policy.decide(url: url, settings: settings, now: Date()) {
-      case .allowed(let interface): return .go(interface: interface)
-      case .wait(let reason): return .wait(reason: reason)
-      case .defer(let reason): return .defer(reason: reason)
-      case .unreachable: return .go(interface: nil)  // libcurl reports it, and retries decide
-      }
-    }
-  }
+  /// Makes folders and puts files in place.
+  private lazy var placer = FilePlacer(plan: plan)
 
-  private let networkPolicy = NetworkPolicy()
-
-  /// The HTTP cache of a request's session, when the request can use one: only data tasks, a GET
-  /// without a body, and no task that may become a download.
-  private func cache(for request: PlannedRequest) -> HTTPCache? {
-    let tasks = plan.tasks(of: request)
-    guard request.method == "GET", tasks.allSatisfy({ $0.kind == .data && becomeDownload(of: $0) == nil }) else {
-      return nil
-    }
-    if case .task(let spec) = plan.entry(of: tasks[0]), spec.body != nil || spec.bodyFile != nil { return nil }
-    let index = Int(request.session)
-    if let cache = caches[index] { return cache }
-    let session = plan.manifest.sessions[index]
-    let cache = HTTPCache(folder: state.cache(session: session.name), settings: session.cache)
-    caches[index] = cache
-    return cache
-  }
+  /// Builds the engine's jobs, and holds the HTTP caches.
+  private lazy var builder = JobBuilder(plan: plan, state: state, redactor: redactor)
 
   /// Completes a request's tasks from a cached response, without (or after a 304 to) a request.
   private func serve(_ cached: CachedResponse, for request: PlannedRequest, source: String, attempts: Int = 0) {
@@ -668,7 +528,7 @@ public final class Runner: TransferObserver {
       if let destination = plan.destination(of: task) {
         do {
           let path = absolute(destination)
-          try prepare(path, for: task)
+          try placer.prepare(path, for: task)
           try AtomicFile.write(cached.body, to: path)
           emit(.finished(task: result.id, to: result.to ?? ""))
         } catch {
@@ -741,21 +601,17 @@ public final class Runner: TransferObserver {
         continue
       }
       let path = absolute(destination)
-      if let source = result.file, source == Self.partialPath(path) {
+      if let source = result.file, source == Plan.partialPath(of: path) {
         owner = (task, path, outcome)
         continue
       }
       do throws(TransferFailure) {
-        let folder = try prepare(path, for: task)
+        let folder = try placer.prepare(path, for: task)
         var written: (size: Int64, modified: Int64)?
         if let source = result.file {
-          try Self.copy(source, to: path)
+          try FilePlacer.copy(source, to: path)
         } else {
-          do {
-            written = try AtomicFile.write(result.body ?? [], to: path, makingParent: false, in: openFolder(folder))
-          } catch {
-            throw FileSink.failure(errno: error.code, doing: "write \(destination)")
-          }
+          written = try placer.write(result.body ?? [], to: path, folder: folder, naming: destination)
         }
         emit(.finished(task: outcome.id, to: outcome.to ?? ""))
         record(task, outcome, written: written)
@@ -769,7 +625,7 @@ public final class Runner: TransferObserver {
       return
     }
     do throws(TransferFailure) {
-      try prepare(path, for: task)
+      try placer.prepare(path, for: task)
       guard rename(source, path) == 0 else {
         throw FileSink.failure(errno: errno, doing: "rename the finished file into \(path)")
       }
@@ -779,33 +635,6 @@ public final class Runner: TransferObserver {
       unlink(source)
       record(task, failed(task, TransferFailure(code: error.code, message: error.message, attempts: result.attempts)))
     }
-  }
-
-  /// Creates the folder of a task's file and checks that it stays inside the session's dest;
-  /// returns the folder.
-  @discardableResult
-  private func prepare(_ path: String, for task: PlannedTask) throws(TransferFailure) -> String {
-    // Folders already made and checked in this run need neither again (10,000 files, one folder).
-    let parent = FileAccess.directory(of: path)
-    if preparedFolders.contains(parent) { return parent }
-    let session = plan.manifest.sessions[Int(task.session)]
-    try Self.prepare(path: path, root: absolute(session.dest.isEmpty ? "." : session.dest))
-    preparedFolders.insert(parent)
-    return parent
-  }
-
-  /// Folders made and checked (inside their session's dest) in this run.
-  private var preparedFolders: Set<String> = []
-
-  /// The folder small files were last written to, held open (relay thread only).
-  private var lastFolder: OpenFolder?
-
-  /// A folder `prepare` has made and checked, open: files of one folder mostly come one after
-  /// another, so the last one stays open.
-  private func openFolder(_ folder: String) -> OpenFolder? {
-    if let lastFolder, lastFolder.path == folder { return lastFolder }
-    lastFolder = OpenFolder(path: folder)
-    return lastFolder
   }
 
   private func expectationProblem(_ task: PlannedTask, _ result: TransferResult) -> (code: String, message: String)? {
@@ -819,71 +648,4 @@ public final class Runner: TransferObserver {
     return nil
   }
 
-  /// Creates the destination's folders and refuses a path that a symbolic link leads outside
-  /// `root` (the session's dest).
-  static func prepare(path: String, root: String) throws(TransferFailure) {
-    let parent = FileAccess.directory(of: path)
-    do {
-      try FileAccess.makeDirectories(root)
-      try FileAccess.makeDirectories(parent)
-    } catch {
-      throw FileSink.failure(errno: error.code, doing: error.operation)
-    }
-    guard let realParent = realPath(parent), let realRoot = realPath(root) else {
-      throw TransferFailure(code: "write", message: "cannot resolve the folder \(parent)")
-    }
-    guard realParent == realRoot || realParent.hasPrefix(realRoot.hasSuffix("/") ? realRoot : realRoot + "/") else {
-      throw TransferFailure(
-        code: "unsafe-path",
-        message: "\(path) leads outside the session's dest through a symbolic link; nothing was written")
-    }
-  }
-
-  static func realPath(_ path: String) -> String? {
-    guard let resolved = realpath(path, nil) else { return nil }
-    defer { free(resolved) }
-    return String(cString: resolved)
-  }
-
-  /// Copies `source` to `path` through a partial file and a rename.
-  static func copy(_ source: String, to path: String) throws(TransferFailure) {
-    let partial = partialPath(path)
-    let input = open(source, O_RDONLY | O_CLOEXEC)
-    guard input >= 0 else { throw FileSink.failure(errno: errno, doing: "read \(source)") }
-    defer { close(input) }
-    let output = open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
-    guard output >= 0 else { throw FileSink.failure(errno: errno, doing: "create \(partial)") }
-    let failed = copyByReading(input, output, partial)
-    close(output)
-    if let failed {
-      unlink(partial)
-      throw failed
-    }
-    guard rename(partial, path) == 0 else {
-      let failure = FileSink.failure(errno: errno, doing: "rename \(partial)")
-      unlink(partial)
-      throw failure
-    }
-  }
-
-  private static func copyByReading(_ input: Int32, _ output: Int32, _ partial: String) -> TransferFailure? {
-    var buffer = [UInt8](repeating: 0, count: 1 << 16)
-    while true {
-      let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
-      if count == 0 { return nil }
-      if count < 0 {
-        if errno == EINTR { continue }
-        return FileSink.failure(errno: errno, doing: "copy to \(partial)")
-      }
-      var offset = 0
-      while offset < count {
-        let written = buffer.withUnsafeBytes { write(output, $0.baseAddress.map { $0 + offset }, count - offset) }
-        if written < 0 {
-          if errno == EINTR { continue }
-          return FileSink.failure(errno: errno, doing: "copy to \(partial)")
-        }
-        offset += written
-      }
-    }
-  }
 }

@@ -123,7 +123,7 @@ public struct StateMaintenance {
     var seen = Set<String>()
     var result: [(path: String, size: Int64)] = []
     for request in plan.requests {
-      guard let path = PriorState.partialPath(for: request, in: plan), seen.insert(path).inserted,
+      guard let path = plan.partialPath(of: request), seen.insert(path).inserted,
         let info = FileAccess.status(path)
       else { continue }
       result.append((path, info.size))

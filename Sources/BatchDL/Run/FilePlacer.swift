@@ -1,0 +1,133 @@
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Puts a run's files in place: makes each destination's folder and checks that no symbolic link
+/// leads it out of its session's `dest`, writes a body kept in memory as an unnamed file linked
+/// into place, and copies a shared request's file to its other destinations. Folders are checked
+/// once per run, and the last one stays open (files of one folder mostly come one after another).
+/// Used by one thread at a time: the run's, then the relay's once the engine runs.
+final class FilePlacer {
+  private let plan: Plan
+
+  init(plan: Plan) {
+    self.plan = plan
+  }
+
+  /// Lets go of the open folder.
+  func close() {
+    lastFolder = nil
+  }
+
+  /// Writes a body kept in memory to `path` (whose folder `prepare` returned) in one step;
+  /// returns the file's size and time as written.
+  func write(
+    _ body: [UInt8], to path: String, folder: String, naming destination: String
+  ) throws(TransferFailure)
+    -> (size: Int64, modified: Int64)?
+  {
+    do throws(SystemError) {
+      return try AtomicFile.write(body, to: path, makingParent: false, in: openFolder(folder))
+    } catch {
+      throw FileSink.failure(errno: error.code, doing: "write \(destination)")
+    }
+  }
+
+  /// Creates the folder of a task's file and checks that it stays inside the session's dest;
+  /// returns the folder.
+  @discardableResult
+  func prepare(_ path: String, for task: PlannedTask) throws(TransferFailure) -> String {
+    // Folders already made and checked in this run need neither again (10,000 files, one folder).
+    let parent = FileAccess.directory(of: path)
+    if preparedFolders.contains(parent) { return parent }
+    let session = plan.manifest.sessions[Int(task.session)]
+    let root = FileAccess.resolve(session.dest.isEmpty ? "." : session.dest, against: plan.manifest.absoluteDirectory)
+    try Self.prepare(path: path, root: root)
+    preparedFolders.insert(parent)
+    return parent
+  }
+
+  /// Folders made and checked (inside their session's dest) in this run.
+  private var preparedFolders: Set<String> = []
+
+  /// The folder small files were last written to, held open (relay thread only).
+  private var lastFolder: OpenFolder?
+
+  /// A folder `prepare` has made and checked, open: files of one folder mostly come one after
+  /// another, so the last one stays open.
+  private func openFolder(_ folder: String) -> OpenFolder? {
+    if let lastFolder, lastFolder.path == folder { return lastFolder }
+    lastFolder = OpenFolder(path: folder)
+    return lastFolder
+  }
+
+  /// Creates the destination's folders and refuses a path that a symbolic link leads outside
+  /// `root` (the session's dest).
+  static func prepare(path: String, root: String) throws(TransferFailure) {
+    let parent = FileAccess.directory(of: path)
+    do {
+      try FileAccess.makeDirectories(root)
+      try FileAccess.makeDirectories(parent)
+    } catch {
+      throw FileSink.failure(errno: error.code, doing: error.operation)
+    }
+    guard let realParent = realPath(parent), let realRoot = realPath(root) else {
+      throw TransferFailure(code: "write", message: "cannot resolve the folder \(parent)")
+    }
+    guard realParent == realRoot || realParent.hasPrefix(realRoot.hasSuffix("/") ? realRoot : realRoot + "/") else {
+      throw TransferFailure(
+        code: "unsafe-path",
+        message: "\(path) leads outside the session's dest through a symbolic link; nothing was written")
+    }
+  }
+
+  static func realPath(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
+  }
+
+  /// Copies `source` to `path` through a partial file and a rename.
+  static func copy(_ source: String, to path: String) throws(TransferFailure) {
+    let partial = Plan.partialPath(of: path)
+    let input = open(source, O_RDONLY | O_CLOEXEC)
+    guard input >= 0 else { throw FileSink.failure(errno: errno, doing: "read \(source)") }
+    defer { Glibc.close(input) }
+    let output = open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
+    guard output >= 0 else { throw FileSink.failure(errno: errno, doing: "create \(partial)") }
+    let failed = copyByReading(input, output, partial)
+    Glibc.close(output)
+    if let failed {
+      unlink(partial)
+      throw failed
+    }
+    guard rename(partial, path) == 0 else {
+      let failure = FileSink.failure(errno: errno, doing: "rename \(partial)")
+      unlink(partial)
+      throw failure
+    }
+  }
+
+  private static func copyByReading(_ input: Int32, _ output: Int32, _ partial: String) -> TransferFailure? {
+    var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+      let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+      if count == 0 { return nil }
+      if count < 0 {
+        if errno == EINTR { continue }
+        return FileSink.failure(errno: errno, doing: "copy to \(partial)")
+      }
+      var offset = 0
+      while offset < count {
+        let written = buffer.withUnsafeBytes { Glibc.write(output, $0.baseAddress.map { $0 + offset }, count - offset) }
+        if written < 0 {
+          if errno == EINTR { continue }
+          return FileSink.failure(errno: errno, doing: "copy to \(partial)")
+        }
+        offset += written
+      }
+    }
+  }
+}

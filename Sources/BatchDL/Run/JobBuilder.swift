@@ -1,0 +1,163 @@
+import Foundation
+
+/// Turns the plan's requests into the engine's jobs: each request's transfer (headers, body, where
+/// the body goes, timeouts, caps, cookies), what a resume or a revalidation adds from the state
+/// folder, and the network policy's gate. It also holds the sessions' HTTP caches, which decide
+/// whether a data task needs a request at all.
+final class JobBuilder {
+  private let plan: Plan
+  private let state: StateFolder
+  private let redactor: Redactor
+  /// HTTP caches of data tasks, per session index.
+  private var caches: [Int: HTTPCache] = [:]
+
+  init(plan: Plan, state: StateFolder, redactor: Redactor) {
+    self.plan = plan
+    self.state = state
+    self.redactor = redactor
+  }
+
+  /// Closes the caches' databases.
+  func closeCaches() {
+    caches.removeAll()
+  }
+
+  /// The global cap when `--jobs` is not given: the largest session `max_concurrent`.
+  var globalLimit: Int {
+    plan.manifest.sessions.map(\.network.maxConcurrent).max() ?? 16
+  }
+
+  /// The engine's job for a request that needs sending: its transfer, continued from a checkpoint
+  /// (`resume`) or made conditional (`revalidate`, on the cached response or the last result),
+  /// with the time earlier runs spent on it; a destination whose folder cannot be made or leads
+  /// out of `dest` fails the job before anything is sent.
+  func job(
+    for request: PlannedRequest, action: RequestAction?, cached: CachedResponse?, prior: PriorState,
+    dependencies: [Int], placer: FilePlacer
+  ) -> TransferJob {
+    var (spec, owner) = spec(for: request)
+    var failure: TransferFailure?
+    if let owner {
+      do throws(TransferFailure) {
+        try placer.prepare(owner.path, for: owner.task)
+      } catch {
+        failure = error
+      }
+    }
+    let spentBefore = prior.budgets[request.key.description]?.spent ?? 0
+    switch action {
+    case .resume?:
+      if let point = prior.resumePoint(for: request, in: plan), let validator = point.validator {
+        spec.resume = .init(offset: point.durable, validator: validator, total: point.total)
+      }
+      spec.spentBefore = spentBefore
+    case .revalidate?:
+      if let cached {
+        spec.conditional = .init(etag: cached.etag, lastModified: cached.lastModified)
+      } else {
+        let stored = plan.tasks(of: request).compactMap { prior.results[plan.id(of: $0)] }.first
+        spec.conditional = .init(etag: stored?.etag, lastModified: stored?.lastModified)
+      }
+    default:
+      spec.spentBefore = spentBefore
+    }
+    var job = TransferJob(spec: spec, dependencies: dependencies, failure: failure)
+    job.admission = admission(for: request)
+    return job
+  }
+
+  /// Absolute path of a file named relative to the manifest's folder.
+  private func absolute(_ path: String) -> String { FileAccess.resolve(path, against: plan.manifest.absoluteDirectory) }
+
+  /// The request's transfer, and the task whose destination its body goes to (with that
+  /// destination's absolute path), when it goes to a file.
+  func spec(for request: PlannedRequest) -> (TransferSpec, owner: (task: PlannedTask, path: String)?) {
+    let session = plan.session(of: request)
+    let tasks = plan.tasks(of: request)
+    let first = tasks[0]
+    var headers = session.headers
+    var body = TransferSpec.Body.none
+    if case .task(let spec) = plan.entry(of: first) {
+      headers = headers.merged(with: spec.headers)
+      if let text = spec.body {
+        body = .bytes(Array(text.utf8))
+      } else if let file = spec.bodyFile ?? spec.from {
+        body = .file(absolute(file))
+      } else if !spec.form.isEmpty {
+        body = .form(spec.form.map { .init(name: $0.name, value: $0.value, file: $0.file.map(absolute)) })
+      }
+    } else if case .list(let spec) = plan.entry(of: first) {
+      headers = headers.merged(with: spec.headers)
+    }
+    let target: TransferSpec.Target
+    var owner: (task: PlannedTask, path: String)?
+    if let task = plan.owner(of: request), let path = plan.absoluteDestination(of: task) {
+      owner = (task, path)
+      if let rule = plan.becomeDownload(of: task) {
+        target = .memory(
+          limit: Runner.dataMemoryLimit,
+          spill: .init(contentTypes: rule.contentTypes, largerThan: rule.largerThan, path: Plan.partialPath(of: path)))
+      } else {
+        target = .file(Plan.partialPath(of: path))
+      }
+    } else {
+      target = .memory(limit: Runner.dataMemoryLimit, spill: nil)
+    }
+    var spec = TransferSpec(
+      method: request.method, url: plan.url(of: request), headers: headers.map { "\($0.name): \($0.value)" },
+      body: body, target: target, requestTimeout: session.timeouts.request, resourceTimeout: session.timeouts.resource,
+      retry: session.retry, rateLimit: session.network.rateLimit,
+      hostKey: plan.hosts[Int(request.host)], hostLimit: session.network.maxConnectionsPerHost,
+      sessionKey: Int(request.session), sessionLimit: session.network.maxConcurrent, insecure: session.insecure)
+    spec.originOnlyHeaders = Set(
+      headers.lazy.filter {
+        Redactor.sensitiveHeaders.contains($0.name.lowercased()) || self.redactor.text($0.value) != $0.value
+      }
+      .map { $0.name.lowercased() })
+    spec.decodeContent = tasks.allSatisfy { $0.kind == .data }
+    spec.cookieJar = cookieJars[Int(request.session)]
+    spec.waitsForConnectivity = session.network.waitsForConnectivity
+    return (spec, owner)
+  }
+
+  /// Each session's cookie jar: empty for an ephemeral session (cookies in memory only).
+  private lazy var cookieJars: [String] = plan.manifest.sessions.map {
+    $0.kind == .ephemeral ? "" : state.cookieJar(session: $0.name)
+  }
+
+  /// The network policy's gate for a request (nil when its session restricts nothing).
+  func admission(for request: PlannedRequest) -> (@Sendable () -> Admission)? {
+    let settings = plan.session(of: request).network
+    let unrestricted =
+      settings.allowsCellular && settings.allowsExpensive && settings.allowsConstrained && !settings.discretionary
+    guard !unrestricted else { return nil }
+    let policy = networkPolicy
+    let url = plan.url(of: request)
+    return {
+      switch policy.decide(url: url, settings: settings, now: Date()) {
+      case .allowed(let interface): return .go(interface: interface)
+      case .wait(let reason): return .wait(reason: reason)
+      case .defer(let reason): return .defer(reason: reason)
+      case .unreachable: return .go(interface: nil)  // libcurl reports it, and retries decide
+      }
+    }
+  }
+
+  private let networkPolicy = NetworkPolicy()
+
+  /// The HTTP cache of a request's session, when the request can use one: only data tasks, a GET
+  /// without a body, and no task that may become a download.
+  func cache(for request: PlannedRequest) -> HTTPCache? {
+    let tasks = plan.tasks(of: request)
+    guard request.method == "GET", tasks.allSatisfy({ $0.kind == .data && plan.becomeDownload(of: $0) == nil }) else {
+      return nil
+    }
+    if case .task(let spec) = plan.entry(of: tasks[0]), spec.body != nil || spec.bodyFile != nil { return nil }
+    let index = Int(request.session)
+    if let cache = caches[index] { return cache }
+    let session = plan.manifest.sessions[index]
+    let cache = HTTPCache(folder: state.cache(session: session.name), settings: session.cache)
+    caches[index] = cache
+    return cache
+  }
+}

@@ -1,0 +1,135 @@
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Writes `contents` to `path` atomically (a temporary file beside it, then a rename).
+public enum AtomicFile {
+  /// Creates the folders above `path`.
+  public static func makeParent(of path: String) throws(SystemError) {
+    try FileAccess.makeDirectories(FileAccess.directory(of: path))
+  }
+
+  public static func write(_ contents: String, to path: String) throws(SystemError) {
+    try write(Array(contents.utf8), to: path)
+  }
+
+  /// With `makingParent` false, the folder is known to exist. Returns the written file's size and
+  /// modification time (as `FileAccess.status` would read them back).
+  @discardableResult
+  public static func write(
+    _ bytes: [UInt8], to path: String, makingParent: Bool = true
+  ) throws(SystemError) -> (size: Int64, modified: Int64)? {
+    try write(bytes, to: path, makingParent: makingParent, in: nil)
+  }
+
+  /// `folder`: `path`'s folder, already open: the file is made and linked in there without
+  /// walking the folder's path again.
+  @discardableResult
+  static func write(
+    _ bytes: [UInt8], to path: String, makingParent: Bool = true, in folder: OpenFolder?
+  ) throws(SystemError) -> (size: Int64, modified: Int64)? {
+    if makingParent { try makeParent(of: path) }
+    if let written = try writeUnnamed(bytes, to: path, in: folder) { return written }
+    let temporary = path + ".batchdl-part"
+    let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
+    guard fd >= 0 else { throw SystemError("create \(temporary)") }
+    guard writeAll(bytes, to: fd) else {
+      let error = SystemError("write \(temporary)")
+      close(fd)
+      unlink(temporary)
+      throw error
+    }
+    let status = FileAccess.status(descriptor: fd)
+    close(fd)
+    guard rename(temporary, path) == 0 else {
+      let error = SystemError("rename \(temporary) to \(path)")
+      unlink(temporary)
+      throw error
+    }
+    return status
+  }
+
+  /// Writes all of `bytes` (retrying interrupted writes); false with `errno` set on failure.
+  private static func writeAll(_ bytes: [UInt8], to fd: Int32) -> Bool {
+    var offset = 0
+    while offset < bytes.count {
+      let written = bytes.withUnsafeBytes { raw in
+        Glibc.write(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset)
+      }
+      if written < 0 {
+        if errno == EINTR { continue }
+        return false
+      }
+      offset += written
+    }
+    return true
+  }
+
+  /// `O_TMPFILE` (`__O_TMPFILE | O_DIRECTORY`, 020200000 on Linux), which Swift does not import.
+  private static let unnamedFlag: Int32 = 0o20_200_000
+  /// `AT_EMPTY_PATH` (0x1000 on Linux), which Glibc only declares for _GNU_SOURCE.
+  private static let emptyPathFlag: Int32 = 0x1000
+
+  /// Writes `bytes` into an unnamed file in `path`'s folder (`O_TMPFILE`), then links it in as
+  /// `path`: it appears whole, and the folder changes once (a temporary and a rename change a big
+  /// folder three times). Nil, with nothing left behind, when the filesystem has no unnamed
+  /// files or something is at `path` already: the caller goes the named way.
+  private static func writeUnnamed(
+    _ bytes: [UInt8], to path: String, in folder: OpenFolder?
+  ) throws(SystemError) -> (size: Int64, modified: Int64)? {
+    // In the open folder by name, else by path from the working directory.
+    let (base, folderPath, name) =
+      folder.map { ($0.descriptor, ".", FileAccess.name(of: path)) } ?? (AT_FDCWD, FileAccess.directory(of: path), path)
+    let fd = openat(base, folderPath, unnamedFlag | O_WRONLY | O_CLOEXEC, 0o644)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    guard writeAll(bytes, to: fd) else { throw SystemError("write \(path)") }
+    let status = FileAccess.status(descriptor: fd)
+    guard link(fd, to: name, in: base, path: path) else { return nil }
+    return status ?? FileAccess.status(path)
+  }
+
+  /// Links an unnamed file in as `name` in `folder` (`path` in all). By its descriptor where the
+  /// kernel lets the process that made the file do so (Linux 6.10 and later, or with
+  /// CAP_DAC_READ_SEARCH); else through `/proc/self/fd`, which costs a path walk through procfs.
+  private static func link(_ fd: Int32, to name: String, in folder: Int32, path: String) -> Bool {
+    if !descriptorLinksRefused.isSet {
+      if linkat(fd, "", folder, name, emptyPathFlag) == 0 { return true }
+      guard errno == ENOENT || errno == EPERM || errno == EINVAL else { return false }
+      // An older kernel answers ENOENT, as for a missing folder: tell the two apart.
+      if errno != ENOENT || access(FileAccess.directory(of: path), F_OK) == 0 { descriptorLinksRefused.set() }
+    }
+    return linkat(AT_FDCWD, "/proc/self/fd/\(fd)", folder, name, AT_SYMLINK_FOLLOW) == 0
+  }
+
+  /// Set once the kernel refused to link by descriptor in this process.
+  private static let descriptorLinksRefused = Flag()
+
+  /// Whether unnamed files are still linked in by descriptor (for tests).
+  static var linksByDescriptor: Bool { !descriptorLinksRefused.isSet }
+
+  /// Links through `/proc/self/fd` from now on, as on a kernel that refuses (for tests).
+  static func stopLinkingByDescriptor() { descriptorLinksRefused.set() }
+}
+
+/// A folder held open, to make and link files in it by name (`openat`, `linkat`) rather than by
+/// path: a run placing thousands of files in one folder walks its path once.
+final class OpenFolder {
+  let path: String
+  let descriptor: Int32
+
+  /// Nil when the folder cannot be opened (the caller goes by path).
+  init?(path: String) {
+    // O_PATH (010000000 on Linux, not imported): a handle for the *at calls, no read access needed.
+    let fd = open(path, 0o10_000_000 | O_DIRECTORY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    self.path = path
+    descriptor = fd
+  }
+
+  deinit {
+    close(descriptor)
+  }
+}
