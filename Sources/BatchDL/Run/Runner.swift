@@ -70,13 +70,10 @@ public final class Runner: TransferObserver {
   private var pendingPerSession: [Int: Int] = [:]
   private var summaries: [Int: RunSummary] = [:]
   private let start = Engine.now()
-  private var store: StateStore?
   private var prior = PriorState()
   private var engine: Engine?
-  private var pendingResults: [StoredResult] = []
-  private var pendingRemovals: [String] = []
-  private var pendingBudgets: [(key: String, spent: Int64, attempts: Int)] = []
-  private var lastFlush = Engine.now()
+  /// Records results, checkpoints and budgets in the state folder.
+  private let recorder: StateRecorder
   /// Set from the signal handler's queue; read on the engine's thread.
   private let interrupted = Flag()
   /// Cached responses being revalidated, by request index: a 304 serves them.
@@ -87,6 +84,7 @@ public final class Runner: TransferObserver {
     self.options = options
     state = StateFolder(option: options.statePath, manifest: plan.manifest, shard: options.shard)
     redactor = Redactor(secrets: plan.manifest.secrets)
+    recorder = StateRecorder(plan: plan, redactor: redactor)
     report = RunReport(manifest: plan.manifest.path)
     report.shard = options.shard?.description
     requests = plan.order.filter { index in
@@ -123,7 +121,7 @@ public final class Runner: TransferObserver {
     // Close the databases (their WAL folded back in) when the run ends: the command exits without
     // tearing the runner down.
     defer {
-      store = nil
+      recorder.close()
       builder.closeCaches()
       placer.close()
     }
@@ -136,10 +134,10 @@ public final class Runner: TransferObserver {
     }
     if plan.manifest.sessions.contains(where: { $0.kind != .ephemeral }) {
       do throws(StateError) {
-        store = try state.openStore()
+        let store = try state.openStore()
         prior = try state.load(store)
+        recorder.open(store, prior: prior, warn: { [display] in display.note($0) })
       } catch {
-        store = nil
         reportWithoutRunning(error)
         throw .state(error)
       }
@@ -219,11 +217,10 @@ public final class Runner: TransferObserver {
           result.attempts = engine.attempts(job)
           record(result)
         }
-        pendingBudgets.append(
-          (plan.requests[Int(jobRequests[job])].key.description, engine.timeSpent(job), engine.attempts(job)))
+        recorder.spent(engine.timeSpent(job), attempts: engine.attempts(job), on: request(ofJob: job))
       }
     }
-    flushStore(force: true)
+    recorder.flush(force: true)
     cleanEphemeralPartials()
     report.seconds = Double(Engine.now() &- start) / 1000
     let summary = report.summary
@@ -311,68 +308,6 @@ public final class Runner: TransferObserver {
     }
   }
 
-  // MARK: - State
-
-  private func persists(_ request: PlannedRequest) -> Bool {
-    store != nil && plan.session(of: request).kind != .ephemeral
-  }
-
-  public func transferCheckpoints(_ checkpoints: [TransferCheckpoint]) {
-    guard let store else { return }
-    var points: [Checkpoint] = []
-    for point in checkpoints {
-      checkpointed.insert(point.job)
-      let request = self.request(ofJob: point.job)
-      guard persists(request) else { continue }
-      points.append(
-        Checkpoint(
-          key: request.key.description, partial: point.path, url: redactor.url(point.effectiveURL), etag: point.etag,
-          lastModified: point.lastModified, total: point.total, durable: point.durable))
-    }
-    do {
-      try store.update(checkpoints: points)
-    } catch {
-      display.note("warning: cannot record checkpoints: \(error)")
-    }
-  }
-
-  /// Writes results, removed checkpoints and budgets: at most four times a second, and at the end.
-  private func flushStore(force: Bool = false) {
-    guard let store, force || Engine.now() &- lastFlush >= 250 else { return }
-    lastFlush = Engine.now()
-    do {
-      try store.save(results: pendingResults)
-      try store.update(checkpoints: [], removing: pendingRemovals)
-      try store.save(budgets: pendingBudgets, removing: pendingRemovals)
-    } catch {
-      display.note("warning: cannot record results in \(stateFolder): \(error)")
-    }
-    pendingResults.removeAll()
-    pendingRemovals.removeAll()
-    pendingBudgets.removeAll()
-  }
-
-  /// Remembers a task's result for the next run.
-  /// `written`: the file's size and time as the run wrote it, when known (else they are read back).
-  private func remember(
-    _ task: PlannedTask, _ result: TaskResult, request: PlannedRequest, head: ResponseHead?,
-    written: (size: Int64, modified: Int64)? = nil
-  ) {
-    guard persists(request) else { return }
-    let destination = plan.destination(of: task).map(absolute)
-    let info = result.outcome == .completed ? written ?? destination.flatMap(FileAccess.status) : nil
-    let taskID = plan.id(of: task)
-    let previous = prior.results[taskID]
-    pendingResults.append(
-      StoredResult(
-        taskID: taskID, requestKey: request.key.description, destination: destination,
-        outcome: result.outcome.rawValue, status: result.status, size: result.size, sha256: result.sha256,
-        etag: head?.strongETag ?? (result.outcome == .completed ? previous?.etag : nil),
-        lastModified: head?["last-modified"] ?? (result.outcome == .completed ? previous?.lastModified : nil),
-        fileSize: info?.size, fileModified: info?.modified, errorCode: result.error?.code,
-        errorMessage: result.error?.message))
-  }
-
   // MARK: - Jobs
 
   /// `path` made absolute against the working directory.
@@ -430,7 +365,7 @@ public final class Runner: TransferObserver {
   public func settle() {}
 
   public func transferTick(active: [ActiveTransfer]) {
-    flushStore()
+    recorder.flush()
     display.tick(
       active: active.map {
         .init(name: id(plan.tasks[Int(request(ofJob: $0.job).firstTask)]), received: $0.received, expected: $0.expected)
@@ -455,19 +390,17 @@ public final class Runner: TransferObserver {
         var result = failed(task, failure)
         result.outcome = .deferred
         record(result)
-        remember(task, result, request: request, head: nil)
+        recorder.remember(task, result, request: request, head: nil)
       }
     case .failure(let failure):
       for task in tasks {
         let result = failed(task, failure)
         record(result)
-        remember(task, result, request: request, head: nil)
+        recorder.remember(task, result, request: request, head: nil)
       }
-      if persists(request) {
-        pendingBudgets.append((key, spent, failure.attempts))
-      }
+      recorder.spent(spent, attempts: failure.attempts, on: request)
       // Keep the partial file only while a checkpoint can continue it.
-      if prior.checkpoints[key] == nil && !hasCheckpoint(job) {
+      if !recorder.hasCheckpoint(request) {
         if let partial = plan.partialPath(of: request) { unlink(partial) }
       }
     case .success(let result) where result.notModified && revalidating[jobRequests[job]] != nil:
@@ -500,12 +433,13 @@ public final class Runner: TransferObserver {
         }
       }
       place(result, for: tasks, request: request)
-      // Only a request with a checkpoint or a budget has rows to remove (most have none).
-      if prior.checkpoints[key] != nil || prior.budgets[key] != nil || hasCheckpoint(job) {
-        pendingRemovals.append(key)
-      }
+      recorder.finished(request)
     }
-    flushStore()
+    recorder.flush()
+  }
+
+  public func transferCheckpoints(_ checkpoints: [TransferCheckpoint]) {
+    recorder.record(checkpoints.map { (request(ofJob: $0.job), $0) })
   }
 
   /// Makes folders and puts files in place.
@@ -539,11 +473,6 @@ public final class Runner: TransferObserver {
       record(result)
     }
   }
-
-  /// Job indices whose checkpoints were recorded in this run.
-  private var checkpointed: Set<Int> = []
-
-  private func hasCheckpoint(_ job: Int) -> Bool { checkpointed.contains(job) }
 
   private func base(_ task: PlannedTask) -> TaskResult {
     TaskResult(
@@ -579,7 +508,7 @@ public final class Runner: TransferObserver {
     var owner: (task: PlannedTask, path: String, outcome: TaskResult)?
     func record(_ task: PlannedTask, _ outcome: TaskResult, written: (size: Int64, modified: Int64)? = nil) {
       self.record(outcome)
-      remember(task, outcome, request: request, head: result.head, written: written)
+      recorder.remember(task, outcome, request: request, head: result.head, written: written)
     }
     for (index, task) in tasks.enumerated() {
       var outcome = base(task)

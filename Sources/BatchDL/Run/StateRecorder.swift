@@ -1,0 +1,122 @@
+import Foundation
+
+/// Records what a run did in the state folder, for the next run: checkpoints as transfers reach
+/// the disk, each task's result (with its file's size and time), the time spent against
+/// `timeouts.resource`, and the removal of a finished request's checkpoint and budget. Results,
+/// removals and budgets are written in batches, at most four times a second and at the end.
+/// Ephemeral sessions record nothing. Used by one thread at a time (the relay's while the engine
+/// runs).
+final class StateRecorder {
+  private let plan: Plan
+  private let redactor: Redactor
+  private var store: StateStore?
+  private var prior = PriorState()
+  private var warn: (String) -> Void = { _ in }
+  private var pendingResults: [StoredResult] = []
+  private var pendingRemovals: [String] = []
+  private var pendingBudgets: [(key: String, spent: Int64, attempts: Int)] = []
+  private var lastFlush = Engine.now()
+  /// Requests (by key) whose checkpoints were recorded in this run.
+  private var checkpointed: Set<String> = []
+
+  init(plan: Plan, redactor: Redactor) {
+    self.plan = plan
+    self.redactor = redactor
+  }
+
+  /// Starts recording into `store`, whose earlier contents are `prior`; `warn` says what could not
+  /// be recorded.
+  func open(_ store: StateStore?, prior: PriorState, warn: @escaping (String) -> Void) {
+    self.store = store
+    self.prior = prior
+    self.warn = warn
+  }
+
+  /// Closes the database (its write-ahead log folded back in).
+  func close() {
+    store = nil
+  }
+
+  /// Whether a request's outcome is recorded: a state folder is open and its session is not ephemeral.
+  func persists(_ request: PlannedRequest) -> Bool {
+    store != nil && plan.session(of: request).kind != .ephemeral
+  }
+
+  /// Whether a checkpoint (an earlier run's or this one's) can continue the request's partial file.
+  func hasCheckpoint(_ request: PlannedRequest) -> Bool {
+    let key = request.key.description
+    return prior.checkpoints[key] != nil || checkpointed.contains(key)
+  }
+
+  /// Records checkpoints at once (they are what a kill leaves to resume from).
+  func record(_ checkpoints: [(request: PlannedRequest, point: TransferCheckpoint)]) {
+    guard let store else { return }
+    var points: [Checkpoint] = []
+    for (request, point) in checkpoints {
+      let key = request.key.description
+      checkpointed.insert(key)
+      guard persists(request) else { continue }
+      points.append(
+        Checkpoint(
+          key: key, partial: point.path, url: redactor.url(point.effectiveURL), etag: point.etag,
+          lastModified: point.lastModified, total: point.total, durable: point.durable))
+    }
+    do {
+      try store.update(checkpoints: points)
+    } catch {
+      warn("warning: cannot record checkpoints: \(error)")
+    }
+  }
+
+  /// Remembers a task's result for the next run. `written`: the file's size and time as the run
+  /// wrote it, when known (else they are read back).
+  func remember(
+    _ task: PlannedTask, _ result: TaskResult, request: PlannedRequest, head: ResponseHead?,
+    written: (size: Int64, modified: Int64)? = nil
+  ) {
+    guard persists(request) else { return }
+    let destination = plan.absoluteDestination(of: task)
+    let info = result.outcome == .completed ? written ?? destination.flatMap(FileAccess.status) : nil
+    let taskID = plan.id(of: task)
+    let previous = prior.results[taskID]
+    pendingResults.append(
+      StoredResult(
+        taskID: taskID, requestKey: request.key.description, destination: destination,
+        outcome: result.outcome.rawValue, status: result.status, size: result.size, sha256: result.sha256,
+        etag: head?.strongETag ?? (result.outcome == .completed ? previous?.etag : nil),
+        lastModified: head?["last-modified"] ?? (result.outcome == .completed ? previous?.lastModified : nil),
+        fileSize: info?.size, fileModified: info?.modified, errorCode: result.error?.code,
+        errorMessage: result.error?.message))
+  }
+
+  /// Records the time a request that did not finish has spent, across runs (ms).
+  func spent(_ milliseconds: Int64, attempts: Int, on request: PlannedRequest) {
+    guard persists(request) else { return }
+    pendingBudgets.append((request.key.description, milliseconds, attempts))
+  }
+
+  /// A request finished: its checkpoint and budget go (only a request that has some has rows to
+  /// remove, and most have none).
+  func finished(_ request: PlannedRequest) {
+    let key = request.key.description
+    if prior.checkpoints[key] != nil || prior.budgets[key] != nil || checkpointed.contains(key) {
+      pendingRemovals.append(key)
+    }
+  }
+
+  /// Writes results, removed checkpoints and budgets: at most four times a second, unless `force`.
+  func flush(force: Bool = false) {
+    guard let store, force || Engine.now() &- lastFlush >= 250 else { return }
+    lastFlush = Engine.now()
+    do {
+      try store.save(results: pendingResults)
+      try store.update(checkpoints: [], removing: pendingRemovals)
+      try store.save(budgets: pendingBudgets, removing: pendingRemovals)
+    } catch {
+      warn("warning: cannot record results in the state folder: \(error)")
+    }
+    pendingResults.removeAll()
+    pendingRemovals.removeAll()
+    pendingBudgets.removeAll()
+  }
+}
