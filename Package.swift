@@ -98,6 +98,11 @@ let package = Package(
       swiftSettings: strict
     ),
     .testTarget(
+      name: "RunTests",
+      dependencies: ["BatchDL", "TestSupport"],
+      swiftSettings: strict
+    ),
+    .testTarget(
       name: "EndToEndTests",
       dependencies: ["TestSupport", "TestServer"],
       swiftSettings: strict
