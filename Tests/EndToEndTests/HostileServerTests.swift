@@ -220,6 +220,25 @@ import Testing
     #expect(error["code"] as? String == "bad-response", "\(error)")
   }
 
+  @Test func anUploadFromADeviceFailsInsteadOfStreamingForever() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/up", .uploadSink)
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        main:
+          tasks:
+            - upload: BASE/up
+              from: /dev/zero
+      """)
+    let result = try fixture.run(timeout: 30)
+    #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+    let error = try #require(try fixture.tasks().values.first?["error"] as? [String: Any])
+    #expect(error["code"] as? String == "read", "\(error)")
+    #expect(fixture.server.requests(for: "/up").isEmpty)
+  }
+
   // MARK: - Reports and events
 
   @Test func eventsComeInURLSessionsOrder() throws {

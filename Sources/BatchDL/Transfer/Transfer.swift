@@ -159,7 +159,11 @@ final class Transfer {
       }
       uploadDescriptor = fd
       var info = stat()
-      fstat(fd, &info)
+      guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+        throw TransferFailure(
+          code: "read",
+          message: "cannot upload \(path): not a regular file (a device, pipe or folder has no set length)")
+      }
       let size = Int64(info.st_size)
       try easy.set(CURLOPT_READDATA, pointer: context)
       try easy.setCallback(CURLOPT_READFUNCTION, Transfer.readCallback)
