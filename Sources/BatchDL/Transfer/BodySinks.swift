@@ -76,7 +76,7 @@ final class FileSink: BodySink, @unchecked Sendable {
     var info = stat()
     guard fstat(fd, &info) == 0, Int64(info.st_size) >= offset, ftruncate(fd, off_t(offset)) == 0 else {
       close(fd)
-      throw TransferFailure(code: "resume-restart", message: "the partial file \(path) is shorter than its checkpoint")
+      throw TransferFailure(code: .resumeRestart, message: "the partial file \(path) is shorter than its checkpoint")
     }
     descriptor = fd
     count = offset
@@ -188,9 +188,9 @@ final class FileSink: BodySink, @unchecked Sendable {
   static func failure(errno code: Int32, doing what: String) -> TransferFailure {
     let reason = String(cString: strerror(code))
     if code == ENOSPC || code == EDQUOT {
-      return TransferFailure(code: "disk-full", message: "cannot \(what): \(reason); free some space and run again")
+      return TransferFailure(code: .diskFull, message: "cannot \(what): \(reason); free some space and run again")
     }
-    return TransferFailure(code: "write", message: "cannot \(what): \(reason)")
+    return TransferFailure(code: .write, message: "cannot \(what): \(reason)")
   }
 
   func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -350,7 +350,7 @@ final class MemorySink: BodySink {
         return spillNow()
       }
       failure = TransferFailure(
-        code: "body-too-large",
+        code: .bodyTooLarge,
         message:
           "the response is larger than \(ByteSize.format(limit)), the most a data task keeps in memory; use a download task or become_download"
       )

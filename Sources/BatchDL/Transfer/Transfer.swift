@@ -155,7 +155,7 @@ final class Transfer {
     case .file(let path):
       let fd = open(path, O_RDONLY | O_CLOEXEC)
       guard fd >= 0 else {
-        throw TransferFailure(code: "read", message: "cannot read \(path): \(String(cString: strerror(errno)))")
+        throw TransferFailure(code: .read, message: "cannot read \(path): \(String(cString: strerror(errno)))")
       }
       uploadDescriptor = fd
       var info = stat()
@@ -407,7 +407,7 @@ final class Transfer {
     case .alreadyComplete(let total):
       guard case .file(let path) = spec.target else {
         return .failure(
-          TransferFailure(code: "resume-restart", message: "nothing to continue (HTTP 416)", attempts: attempts))
+          TransferFailure(code: .resumeRestart, message: "nothing to continue (HTTP 416)", attempts: attempts))
       }
       do {
         sink = try FileSink(path: path, keeping: total)
@@ -420,7 +420,7 @@ final class Transfer {
     }
     guard let sink else {
       return .failure(
-        callbackFailure ?? TransferFailure(code: "write", message: "no place to keep the body", attempts: attempts))
+        callbackFailure ?? TransferFailure(code: .write, message: "no place to keep the body", attempts: attempts))
     }
     switch sink.finish() {
     case .failure(var failure):
