@@ -109,8 +109,9 @@ final class FileSink: BodySink, @unchecked Sendable {
     var position: Int64 = 0
     while position < length {
       let want = Int(min(Int64(buffer.count), length - position))
-      let got = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, want, off_t(position)) }
-      if got < 0 && errno == EINTR { continue }
+      let got = buffer.withUnsafeMutableBytes {
+        SystemCalls.preadRetrying(descriptor, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: position)
+      }
       guard got > 0 else {
         lock.lock()
         writeError = FileSink.failure(errno: got < 0 ? errno : EIO, doing: "read back \(path)")
@@ -278,21 +279,14 @@ final class FileSink: BodySink, @unchecked Sendable {
 
   /// Writes at the end of what was written.
   private func put(_ bytes: UnsafeRawBufferPointer) -> Bool {
-    var offset = 0
-    while offset < bytes.count {
-      let result = pwrite(descriptor, bytes.baseAddress.map { $0 + offset }, bytes.count - offset, off_t(written))
-      if result < 0 {
-        if errno == EINTR { continue }
-        setFailure(FileSink.failure(errno: errno, doing: "write \(path)"))
-        return false
-      }
-      offset += result
-      written += Int64(result)
+    let fits = SystemCalls.pwriteAll(descriptor, bytes, at: written) { count in
+      written += Int64(count)
       lock.lock()
       stored = written
       lock.unlock()
     }
-    return true
+    if !fits { setFailure(FileSink.failure(errno: errno, doing: "write \(path)")) }
+    return fits
   }
 
   /// A held body's SHA-256 is left empty: whoever takes `heldBody` hashes it (off the engine's thread).

@@ -326,15 +326,10 @@ final class Transfer {
   }
 
   private func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
-    while true {
-      let count = pread(uploadDescriptor, buffer.baseAddress, buffer.count, off_t(uploadOffset))
-      if count < 0 {
-        if errno == EINTR { continue }
-        return Int(ccurl_readfunc_abort)
-      }
-      uploadOffset += Int64(count)
-      return count
-    }
+    let count = SystemCalls.preadRetrying(uploadDescriptor, into: buffer, at: uploadOffset)
+    if count < 0 { return Int(ccurl_readfunc_abort) }
+    uploadOffset += Int64(count)
+    return count
   }
 
   private static let writeCallback: ccurl_data_callback = { data, size, count, context in
