@@ -52,6 +52,7 @@ let package = Package(
     ),
     .target(
       name: "TestServer",
+      dependencies: [.product(name: "Crypto", package: "swift-crypto")],
       path: "Sources/TestServer",
       swiftSettings: strict
     ),

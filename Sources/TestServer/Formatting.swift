@@ -2,7 +2,8 @@ import Foundation
 
 /// Small text helpers: JSON strings, HTTP dates and reason phrases.
 enum Formatting {
-  /// `text` as a JSON string literal, quotes included.
+  /// `text` as a JSON string literal, quotes included: the escaping of BatchDL's `JSON.quote`, kept
+  /// here because the test server does not depend on the library.
   static func jsonString(_ text: String) -> String {
     var out = "\""
     for scalar in text.unicodeScalars {

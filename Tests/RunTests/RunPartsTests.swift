@@ -81,7 +81,7 @@ func request(_ plan: Plan, id: String) throws -> PlannedRequest {
     do {
       try FilePlacer(plan: plan).prepare(path, for: task)
     } catch {
-      #expect(error.code == "unsafe-path")
+      #expect(error.code == .unsafePath)
     }
   }
 }

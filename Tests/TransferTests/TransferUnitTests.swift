@@ -67,7 +67,7 @@ import Testing
     let sink = try FileSink(path: folder.path + "/missing/f.part", holding: true)
     let chunk = [UInt8](repeating: 1, count: 100_000)
     #expect(!chunk.withUnsafeBytes { sink.write($0) })
-    #expect(sink.failure?.code == "write")
+    #expect(sink.failure?.code.rawValue == "write")
     #expect(sink.failure?.message.contains("missing/f.part") == true)
   }
 
@@ -106,7 +106,7 @@ import Testing
     let small = MemorySink(limit: 10, spill: nil) { _ in nil }
     #expect([UInt8](repeating: 0, count: 8).withUnsafeBytes { small.write($0) })
     #expect(![UInt8](repeating: 0, count: 8).withUnsafeBytes { small.write($0) })
-    #expect(small.failure?.code == "body-too-large")
+    #expect(small.failure?.code.rawValue == "body-too-large")
 
     let folder = TemporaryDirectory()
     let spill = TransferSpec.Spill(contentTypes: [], largerThan: nil, path: folder.path + "/spill.part")
@@ -232,7 +232,7 @@ import Testing
     let recorder = Recorder()
     recorder.delay = 200
     let relay = ObserverRelay(recorder)
-    let failure = TransferFailure(code: "x", message: "y")
+    let failure = TransferFailure(code: .internal, message: "y")
     for job in 0..<600 {
       // More than the backlog: the engine's side waits for the relay instead of piling up.
       relay.transferCompleted(job, outcome: .failure(failure), spent: 0)
@@ -327,16 +327,16 @@ import Testing
   }
 
   @Test func onlyFailuresARetryCanFixAreRetried() {
-    for code in ["connect", "dns", "timeout", "network"] {
+    for code: FailureCode in [.connect, .dns, .timeout, .network] {
       #expect(FailureClassifier.isRetryable(TransferFailure(code: code, message: "")))
     }
     for status in [408, 429, 500, 503, 599] {
-      #expect(FailureClassifier.isRetryable(TransferFailure(code: "http-\(status)", message: "", status: status)))
+      #expect(FailureClassifier.isRetryable(TransferFailure(code: .http(status), message: "", status: status)))
     }
     for status in [400, 401, 403, 404, 410] {
-      #expect(!FailureClassifier.isRetryable(TransferFailure(code: "http-\(status)", message: "", status: status)))
+      #expect(!FailureClassifier.isRetryable(TransferFailure(code: .http(status), message: "", status: status)))
     }
-    for code in ["tls", "protocol", "checksum-mismatch", "disk-full", "unsafe-path"] {
+    for code: FailureCode in [.tls, .protocol, .checksumMismatch, .diskFull, .unsafePath] {
       #expect(!FailureClassifier.isRetryable(TransferFailure(code: code, message: "")))
     }
   }

@@ -53,11 +53,8 @@ public enum ManifestLoader {
     bytes.reserveCapacity(max(0, Int(info.st_size)))
     var chunk = [UInt8](repeating: 0, count: 1 << 16)
     while true {
-      let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-      if count < 0 {
-        if errno == EINTR { continue }
-        throw FileProblem(SystemError("read \(path)"))
-      }
+      let count = chunk.withUnsafeMutableBytes { SystemCalls.readRetrying(fd, into: $0) }
+      if count < 0 { throw FileProblem(SystemError("read \(path)")) }
       if count == 0 { break }
       if bytes.count + count > limit { throw tooLarge }
       bytes.append(contentsOf: chunk[0..<count])

@@ -74,11 +74,11 @@ final class FilePlacer {
       throw FileSink.failure(errno: error.code, doing: error.operation)
     }
     guard let realParent = realPath(parent), let realRoot = realPath(root) else {
-      throw TransferFailure(code: "write", message: "cannot resolve the folder \(parent)")
+      throw TransferFailure(code: .write, message: "cannot resolve the folder \(parent)")
     }
     guard realParent == realRoot || realParent.hasPrefix(realRoot.hasSuffix("/") ? realRoot : realRoot + "/") else {
       throw TransferFailure(
-        code: "unsafe-path",
+        code: .unsafePath,
         message: "\(path) leads outside the session's dest through a symbolic link; nothing was written")
     }
   }
@@ -113,20 +113,12 @@ final class FilePlacer {
   private static func copyByReading(_ input: Int32, _ output: Int32, _ partial: String) -> TransferFailure? {
     var buffer = [UInt8](repeating: 0, count: 1 << 16)
     while true {
-      let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+      let count = buffer.withUnsafeMutableBytes { SystemCalls.readRetrying(input, into: $0) }
       if count == 0 { return nil }
-      if count < 0 {
-        if errno == EINTR { continue }
+      guard count > 0,
+        buffer.withUnsafeBytes({ SystemCalls.writeAll(output, UnsafeRawBufferPointer(rebasing: $0[0..<count])) })
+      else {
         return FileSink.failure(errno: errno, doing: "copy to \(partial)")
-      }
-      var offset = 0
-      while offset < count {
-        let written = buffer.withUnsafeBytes { Glibc.write(output, $0.baseAddress.map { $0 + offset }, count - offset) }
-        if written < 0 {
-          if errno == EINTR { continue }
-          return FileSink.failure(errno: errno, doing: "copy to \(partial)")
-        }
-        offset += written
       }
     }
   }

@@ -161,7 +161,7 @@ public final class Runner: TransferObserver {
           continue
         case .missing(let message):
           for task in plan.tasks(of: request) {
-            record(failed(task, TransferFailure(code: "cache-miss", message: message)))
+            record(failed(task, TransferFailure(code: .cacheMiss, message: message)))
           }
           continue
         case .revalidate(let cached, _, _):
@@ -243,7 +243,7 @@ public final class Runner: TransferObserver {
       for task in plan.tasks(of: plan.requests[Int(index)]) {
         var result = base(task)
         result.outcome = .cancelled
-        result.error = ("state", redactor.text(error.description))
+        result.error = (FailureCode.state.rawValue, redactor.text(error.description))
         report.results.append(result)
       }
     }
@@ -353,7 +353,7 @@ public final class Runner: TransferObserver {
     for task in tasks {
       emit(
         .retrying(
-          task: id(task), attempt: failure.attempts, delay: delay, code: failure.code,
+          task: id(task), attempt: failure.attempts, delay: delay, code: failure.code.rawValue,
           message: redactor.text(failure.message)))
     }
     display.note(
@@ -385,7 +385,7 @@ public final class Runner: TransferObserver {
     let tasks = plan.tasks(of: request)
     let key = request.key.description
     switch outcome {
-    case .failure(let failure) where failure.code == "policy":
+    case .failure(let failure) where failure.code == .policy:
       for task in tasks {
         var result = failed(task, failure)
         result.outcome = .deferred
@@ -466,7 +466,7 @@ public final class Runner: TransferObserver {
           try AtomicFile.write(cached.body, to: path)
           emit(.finished(task: result.id, to: result.to ?? ""))
         } catch {
-          record(failed(task, TransferFailure(code: "write", message: "cannot write \(destination): \(error)")))
+          record(failed(task, TransferFailure(code: .write, message: "cannot write \(destination): \(error)")))
           continue
         }
       }
@@ -486,7 +486,7 @@ public final class Runner: TransferObserver {
     result.outcome = .failed
     result.attempts = failure.attempts
     result.status = failure.status ?? status
-    result.error = (failure.code, redactor.text(failure.message))
+    result.error = (failure.code.rawValue, redactor.text(failure.message))
     return result
   }
 
@@ -521,7 +521,7 @@ public final class Runner: TransferObserver {
       outcome.transferred = index == 0 ? result.transferred : 0
       outcome.outcome = .completed
       if let problem = expectationProblem(task, result) {
-        let failure = TransferFailure(code: problem.code, message: problem.message, attempts: result.attempts)
+        let failure = TransferFailure(code: problem.0, message: problem.1, attempts: result.attempts)
         record(task, failed(task, failure, status: result.head.status))
         continue
       }
@@ -566,13 +566,13 @@ public final class Runner: TransferObserver {
     }
   }
 
-  private func expectationProblem(_ task: PlannedTask, _ result: TransferResult) -> (code: String, message: String)? {
+  private func expectationProblem(_ task: PlannedTask, _ result: TransferResult) -> (FailureCode, String)? {
     guard case .task(let spec) = plan.entry(of: task) else { return nil }
     if let size = spec.size, size != result.size {
-      return ("size-mismatch", "expected \(size) bytes, received \(result.size); nothing was written to 'to'")
+      return (.sizeMismatch, "expected \(size) bytes, received \(result.size); nothing was written to 'to'")
     }
     if let sha256 = spec.sha256, sha256 != result.sha256 {
-      return ("checksum-mismatch", "expected sha256 \(sha256), received \(result.sha256); nothing was written to 'to'")
+      return (.checksumMismatch, "expected sha256 \(sha256), received \(result.sha256); nothing was written to 'to'")
     }
     return nil
   }

@@ -35,7 +35,7 @@ public enum AtomicFile {
     let temporary = path + ".batchdl-part"
     let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
     guard fd >= 0 else { throw SystemError("create \(temporary)") }
-    guard writeAll(bytes, to: fd) else {
+    guard bytes.withUnsafeBytes({ SystemCalls.writeAll(fd, $0) }) else {
       let error = SystemError("write \(temporary)")
       close(fd)
       unlink(temporary)
@@ -49,22 +49,6 @@ public enum AtomicFile {
       throw error
     }
     return status
-  }
-
-  /// Writes all of `bytes` (retrying interrupted writes); false with `errno` set on failure.
-  private static func writeAll(_ bytes: [UInt8], to fd: Int32) -> Bool {
-    var offset = 0
-    while offset < bytes.count {
-      let written = bytes.withUnsafeBytes { raw in
-        Glibc.write(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset)
-      }
-      if written < 0 {
-        if errno == EINTR { continue }
-        return false
-      }
-      offset += written
-    }
-    return true
   }
 
   /// `O_TMPFILE` (`__O_TMPFILE | O_DIRECTORY`, 020200000 on Linux), which Swift does not import.
@@ -85,7 +69,7 @@ public enum AtomicFile {
     let fd = openat(base, folderPath, unnamedFlag | O_WRONLY | O_CLOEXEC, 0o644)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
-    guard writeAll(bytes, to: fd) else { throw SystemError("write \(path)") }
+    guard bytes.withUnsafeBytes({ SystemCalls.writeAll(fd, $0) }) else { throw SystemError("write \(path)") }
     let status = FileAccess.status(descriptor: fd)
     guard link(fd, to: name, in: base, path: path) else { return nil }
     return status ?? FileAccess.status(path)

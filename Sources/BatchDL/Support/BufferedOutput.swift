@@ -26,17 +26,7 @@ public final class BufferedOutput: TextOutputStream {
 
   /// Writes out what is buffered; a closed pipe (`batchdl plan | head`) ends quietly.
   public func flush() {
-    var offset = 0
-    while offset < buffer.count {
-      let written = buffer.withUnsafeBytes { raw in
-        Glibc.write(descriptor, UnsafeRawBufferPointer(rebasing: raw[offset...]).baseAddress, raw.count - offset)
-      }
-      if written < 0 {
-        if errno == EINTR { continue }
-        break
-      }
-      offset += written
-    }
+    _ = buffer.withUnsafeBytes { SystemCalls.writeAll(descriptor, $0) }
     buffer.removeAll(keepingCapacity: true)
   }
 }

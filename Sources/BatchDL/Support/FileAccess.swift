@@ -34,11 +34,8 @@ public enum FileAccess {
     bytes.reserveCapacity(Int(info.st_size))
     var chunk = [UInt8](repeating: 0, count: 1 << 16)
     while true {
-      let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-      if count < 0 {
-        if errno == EINTR { continue }
-        throw SystemError("read \(path)")
-      }
+      let count = chunk.withUnsafeMutableBytes { SystemCalls.readRetrying(fd, into: $0) }
+      if count < 0 { throw SystemError("read \(path)") }
       if count == 0 { break }
       bytes.append(contentsOf: chunk[0..<count])
     }
@@ -207,11 +204,8 @@ public final class LineReader {
     }
 
     while true {
-      let count = read(fd, chunk, chunkSize)
-      if count < 0 {
-        if errno == EINTR { continue }
-        throw FileProblem(SystemError("read"))
-      }
+      let count = SystemCalls.readRetrying(fd, into: UnsafeMutableRawBufferPointer(start: chunk, count: chunkSize))
+      if count < 0 { throw FileProblem(SystemError("read")) }
       if count == 0 { break }
       total += Int64(count)
       if total > limits.bytes { throw FileProblem(Self.tooLarge(limits)) }
@@ -256,8 +250,7 @@ extension FileAccess {
     var hasher = SHA256()
     var buffer = [UInt8](repeating: 0, count: 1 << 20)
     while true {
-      let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-      if count < 0 && errno == EINTR { continue }
+      let count = buffer.withUnsafeMutableBytes { SystemCalls.readRetrying(fd, into: $0) }
       if count < 0 { return nil }
       if count == 0 { break }
       buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<count])) }

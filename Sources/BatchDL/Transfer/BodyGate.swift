@@ -67,7 +67,7 @@ struct BodyGate: Sendable, Equatable {
     else {
       return .failure(
         TransferFailure(
-          code: "resume-restart", message: "the server cannot continue from byte \(asked.start) (HTTP 416)"))
+          code: .resumeRestart, message: "the server cannot continue from byte \(asked.start) (HTTP 416)"))
     }
     return .success(.alreadyComplete(total: total))
   }
@@ -96,13 +96,13 @@ struct BodyGate: Sendable, Equatable {
     guard range.start == asked.start else {
       return .failure(
         TransferFailure(
-          code: "resume-restart",
+          code: .resumeRestart,
           message: "the server answered the range from byte \(asked.start) with another range (\(describe(header)))"))
     }
     if let recorded = asked.total, let total = range.total, recorded != total {
       return .failure(
         TransferFailure(
-          code: "resume-restart",
+          code: .resumeRestart,
           message: "the file's length changed from \(recorded) to \(total) bytes (\(describe(header)))"))
     }
     let total = range.total ?? asked.total
@@ -122,21 +122,21 @@ struct BodyGate: Sendable, Equatable {
     switch admission {
     case .whole(let length):
       guard !isHead, let length, length != received else { return nil }
-      return TransferFailure(code: "network", message: "the connection ended after \(received) of \(length) bytes")
+      return TransferFailure(code: .network, message: "the connection ended after \(received) of \(length) bytes")
     case .range(let start, let end, let total):
       let span = end - start + 1
       if received != span {
         return TransferFailure(
-          code: "network", message: "the connection ended after \(received) of the \(span) bytes from byte \(start)")
+          code: .network, message: "the connection ended after \(received) of the \(span) bytes from byte \(start)")
       }
       if asked?.end == nil, let total, end + 1 < total {
         return TransferFailure(
-          code: "incomplete",
+          code: .incomplete,
           message: "the server sent bytes \(start)-\(end) of \(total) and stopped before the end of the file")
       }
       if asked?.end == nil, total == nil {
         return TransferFailure(
-          code: "incomplete", message: "the server sent bytes \(start)-\(end) without saying the file's length")
+          code: .incomplete, message: "the server sent bytes \(start)-\(end) without saying the file's length")
       }
       return nil
     case .alreadyComplete, .notModified, .error:
@@ -166,7 +166,7 @@ struct BodyGate: Sendable, Equatable {
   private func mismatch(_ what: String) -> TransferFailure {
     let sent = asked.map { "bytes=\($0.start)-\($0.end.map(String.init) ?? "")" } ?? "no Range"
     return TransferFailure(
-      code: "range-mismatch", message: "the server answered a request with \(sent) with \(what); nothing was kept")
+      code: .rangeMismatch, message: "the server answered a request with \(sent) with \(what); nothing was kept")
   }
 
   private func describe(_ header: String?) -> String {

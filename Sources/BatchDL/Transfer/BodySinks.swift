@@ -76,7 +76,7 @@ final class FileSink: BodySink, @unchecked Sendable {
     var info = stat()
     guard fstat(fd, &info) == 0, Int64(info.st_size) >= offset, ftruncate(fd, off_t(offset)) == 0 else {
       close(fd)
-      throw TransferFailure(code: "resume-restart", message: "the partial file \(path) is shorter than its checkpoint")
+      throw TransferFailure(code: .resumeRestart, message: "the partial file \(path) is shorter than its checkpoint")
     }
     descriptor = fd
     count = offset
@@ -109,8 +109,9 @@ final class FileSink: BodySink, @unchecked Sendable {
     var position: Int64 = 0
     while position < length {
       let want = Int(min(Int64(buffer.count), length - position))
-      let got = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, want, off_t(position)) }
-      if got < 0 && errno == EINTR { continue }
+      let got = buffer.withUnsafeMutableBytes {
+        SystemCalls.preadRetrying(descriptor, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: position)
+      }
       guard got > 0 else {
         lock.lock()
         writeError = FileSink.failure(errno: got < 0 ? errno : EIO, doing: "read back \(path)")
@@ -188,9 +189,9 @@ final class FileSink: BodySink, @unchecked Sendable {
   static func failure(errno code: Int32, doing what: String) -> TransferFailure {
     let reason = String(cString: strerror(code))
     if code == ENOSPC || code == EDQUOT {
-      return TransferFailure(code: "disk-full", message: "cannot \(what): \(reason); free some space and run again")
+      return TransferFailure(code: .diskFull, message: "cannot \(what): \(reason); free some space and run again")
     }
-    return TransferFailure(code: "write", message: "cannot \(what): \(reason)")
+    return TransferFailure(code: .write, message: "cannot \(what): \(reason)")
   }
 
   func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -278,21 +279,14 @@ final class FileSink: BodySink, @unchecked Sendable {
 
   /// Writes at the end of what was written.
   private func put(_ bytes: UnsafeRawBufferPointer) -> Bool {
-    var offset = 0
-    while offset < bytes.count {
-      let result = pwrite(descriptor, bytes.baseAddress.map { $0 + offset }, bytes.count - offset, off_t(written))
-      if result < 0 {
-        if errno == EINTR { continue }
-        setFailure(FileSink.failure(errno: errno, doing: "write \(path)"))
-        return false
-      }
-      offset += result
-      written += Int64(result)
+    let fits = SystemCalls.pwriteAll(descriptor, bytes, at: written) { count in
+      written += Int64(count)
       lock.lock()
       stored = written
       lock.unlock()
     }
-    return true
+    if !fits { setFailure(FileSink.failure(errno: errno, doing: "write \(path)")) }
+    return fits
   }
 
   /// A held body's SHA-256 is left empty: whoever takes `heldBody` hashes it (off the engine's thread).
@@ -350,7 +344,7 @@ final class MemorySink: BodySink {
         return spillNow()
       }
       failure = TransferFailure(
-        code: "body-too-large",
+        code: .bodyTooLarge,
         message:
           "the response is larger than \(ByteSize.format(limit)), the most a data task keeps in memory; use a download task or become_download"
       )

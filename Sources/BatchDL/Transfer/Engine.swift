@@ -305,13 +305,13 @@ public final class Engine {
         if jobs[job].startedAt == nil { jobs[job].startedAt = now }
         let limit = jobs[job].spec.resourceTimeout?.milliseconds ?? 600_000
         guard spent(job, now: now) < limit else {
-          complete(job, .failure(TransferFailure(code: "policy", message: reason + "; stopped waiting")))
+          complete(job, .failure(TransferFailure(code: .policy, message: reason + "; stopped waiting")))
           return
         }
         timers.push(Timer(due: now + 1000, job: job))
         return
       case .defer(let reason):
-        complete(job, .failure(TransferFailure(code: "policy", message: reason)))
+        complete(job, .failure(TransferFailure(code: .policy, message: reason)))
         return
       }
     }
@@ -343,7 +343,7 @@ public final class Engine {
       complete(job, .failure(failure))
       return
     } catch {
-      complete(job, .failure(TransferFailure(code: "internal", message: "\(error)", attempts: jobs[job].attempts)))
+      complete(job, .failure(TransferFailure(code: .internal, message: "\(error)", attempts: jobs[job].attempts)))
       return
     }
     if let rate = jobs[job].spec.rateLimit {
@@ -378,7 +378,7 @@ public final class Engine {
   /// Whether a job keeps waiting for the network after `failure` (`waits_for_connectivity`): only
   /// for connect and DNS failures, within the resource budget, or ten minutes without one.
   private func waitsForConnectivity(_ job: Int, _ failure: TransferFailure) -> Bool {
-    guard jobs[job].spec.waitsForConnectivity, failure.code == "connect" || failure.code == "dns" else { return false }
+    guard jobs[job].spec.waitsForConnectivity, failure.code == .connect || failure.code == .dns else { return false }
     let limit = jobs[job].spec.resourceTimeout?.milliseconds ?? 600_000
     return spent(job, now: Self.now()) < limit
   }
@@ -398,7 +398,7 @@ public final class Engine {
 
   private static func resourceTimeout(_ state: JobState) -> TransferFailure {
     TransferFailure(
-      code: "timeout",
+      code: .timeout,
       message:
         "timeouts.resource (\(state.spec.resourceTimeout?.description ?? "")) spent before the task could finish",
       attempts: state.attempts)
@@ -419,7 +419,7 @@ public final class Engine {
     }
     for (handle, limit) in idle {
       active[handle]?.fail(
-        TransferFailure(code: "timeout", message: "no data moved for \(limit) (timeouts.request)"))
+        TransferFailure(code: .timeout, message: "no data moved for \(limit) (timeouts.request)"))
       finish(handle: handle, code: CURLE_OPERATION_TIMEDOUT)
     }
   }
@@ -447,7 +447,7 @@ public final class Engine {
       result.transferred = jobs[job].transferred
       outcome = .success(result)
     }
-    if case .failure(let failure) = outcome, failure.code == "resume-restart", !cancelled.isSet {
+    if case .failure(let failure) = outcome, failure.code == .resumeRestart, !cancelled.isSet {
       // The server cannot continue this partial file: start over at once, without an attempt charged.
       jobs[job].spec.resume = nil
       jobs[job].attempts -= 1
@@ -494,7 +494,7 @@ public final class Engine {
         job,
         .failure(
           TransferFailure(
-            code: "too-many-redirects", message: "more than 10 redirects", attempts: jobs[job].attempts + 1)))
+            code: .tooManyRedirects, message: "more than 10 redirects", attempts: jobs[job].attempts + 1)))
       return
     }
     switch jobs[job].spec.following(location, status: status) {
@@ -541,7 +541,7 @@ public final class Engine {
       case .failure(let failure):
         complete(
           dependent,
-          .failure(TransferFailure(code: "dependency", message: "a task it comes after failed (\(failure.code))")))
+          .failure(TransferFailure(code: .dependency, message: "a task it comes after failed (\(failure.code))")))
       }
     }
   }
@@ -637,112 +637,9 @@ public final class Engine {
 
   private func failStuckJobs() {
     for index in jobs.indices where !jobs[index].finished {
-      complete(index, .failure(TransferFailure(code: "dependency", message: "waits on a task that never ran")))
+      complete(index, .failure(TransferFailure(code: .dependency, message: "waits on a task that never ran")))
     }
   }
 
   static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds / 1_000_000 }
-}
-
-/// A session's `rate_limit` as a token bucket shared by its transfers: each takes bytes as they
-/// arrive and pauses when the budget is spent; the engine refills it as time passes.
-final class RateBucket {
-  private let rate: Double
-  private let burst: Double
-  private var tokens: Double
-  private var last: UInt64
-
-  init(bytesPerSecond: Int64) {
-    rate = Double(bytesPerSecond)
-    burst = max(16 * 1024, rate / 10)
-    tokens = burst
-    last = Engine.now()
-  }
-
-  var hasBudget: Bool { tokens > 0 }
-
-  func refill(now: UInt64) {
-    guard now > last else { return }
-    tokens = min(burst, tokens + rate * Double(now - last) / 1000)
-    last = now
-  }
-
-  /// Takes `count` bytes if any budget is left (it may go below zero, repaid by later refills).
-  func take(_ count: Int) -> Bool {
-    refill(now: Engine.now())
-    guard tokens > 0 else { return false }
-    tokens -= Double(count)
-    return true
-  }
-}
-
-/// Cancels an engine from any thread: sets its flag and wakes its poll (`curl_multi_wakeup` is
-/// thread-safe).
-public struct Canceller: @unchecked Sendable {
-  let flag: Flag
-  let multi: UnsafeMutableRawPointer
-
-  public func cancel() {
-    flag.set()
-    curl_multi_wakeup(multi)
-  }
-}
-
-/// A flag set from any thread and read by the engine.
-final class Flag: @unchecked Sendable {
-  private let lock = NSLock()
-  private var value = false
-
-  func set() {
-    lock.lock()
-    value = true
-    lock.unlock()
-  }
-
-  var isSet: Bool {
-    lock.lock()
-    defer { lock.unlock() }
-    return value
-  }
-}
-
-/// A binary min-heap.
-struct MinHeap<Element: Comparable> {
-  private var items: [Element] = []
-
-  var isEmpty: Bool { items.isEmpty }
-  var count: Int { items.count }
-  var peek: Element? { items.first }
-
-  mutating func push(_ element: Element) {
-    items.append(element)
-    var child = items.count - 1
-    while child > 0 {
-      let parent = (child - 1) / 2
-      if items[child] < items[parent] {
-        items.swapAt(child, parent)
-        child = parent
-      } else {
-        break
-      }
-    }
-  }
-
-  mutating func pop() -> Element? {
-    guard !items.isEmpty else { return nil }
-    items.swapAt(0, items.count - 1)
-    let top = items.removeLast()
-    var parent = 0
-    while true {
-      let left = parent * 2 + 1
-      let right = left + 1
-      var smallest = parent
-      if left < items.count && items[left] < items[smallest] { smallest = left }
-      if right < items.count && items[right] < items[smallest] { smallest = right }
-      if smallest == parent { break }
-      items.swapAt(parent, smallest)
-      parent = smallest
-    }
-    return top
-  }
 }

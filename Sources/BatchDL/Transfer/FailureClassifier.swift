@@ -4,32 +4,32 @@ import CCurl
 public enum FailureClassifier {
   /// `inHead`: the failure came before the response head was complete.
   static func classify(_ code: CURLcode, message: String, inHead: Bool = false) -> TransferFailure {
-    let name: String
+    let name: FailureCode
     switch code {
     case CURLE_OUT_OF_MEMORY where inHead:
       // libcurl 7.88 says "out of memory" when a response head passes its limits.
       return TransferFailure(
-        code: "bad-response",
+        code: .badResponse,
         message: "the server's response head passes the size libcurl accepts (100 KB for one header line)")
-    case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: name = "dns"
-    case CURLE_COULDNT_CONNECT: name = "connect"
-    case CURLE_OPERATION_TIMEDOUT: name = "timeout"
+    case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: name = .dns
+    case CURLE_COULDNT_CONNECT: name = .connect
+    case CURLE_OPERATION_TIMEDOUT: name = .timeout
     case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
       CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-      name = "tls"
-    case CURLE_TOO_MANY_REDIRECTS: name = "too-many-redirects"
-    case CURLE_UNSUPPORTED_PROTOCOL: name = "protocol"
+      name = .tls
+    case CURLE_TOO_MANY_REDIRECTS: name = .tooManyRedirects
+    case CURLE_UNSUPPORTED_PROTOCOL: name = .protocol
     case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_PARTIAL_FILE, CURLE_GOT_NOTHING, CURLE_HTTP2, CURLE_HTTP2_STREAM,
       CURLE_HTTP3:
-      name = "network"
-    case CURLE_WRITE_ERROR: name = "write"
-    case CURLE_READ_ERROR: name = "read"
-    case CURLE_URL_MALFORMAT: name = "url"
-    case CURLE_ABORTED_BY_CALLBACK: name = "cancelled"
+      name = .network
+    case CURLE_WRITE_ERROR: name = .write
+    case CURLE_READ_ERROR: name = .read
+    case CURLE_URL_MALFORMAT: name = .url
+    case CURLE_ABORTED_BY_CALLBACK: name = .cancelled
     case CURLE_WEIRD_SERVER_REPLY, CURLE_BAD_CONTENT_ENCODING:
-      return TransferFailure(code: "bad-response", message: "the server's response could not be read: \(message)")
-    case CURLE_OUT_OF_MEMORY: name = "internal"
-    default: name = "curl-\(code.rawValue)"
+      return TransferFailure(code: .badResponse, message: "the server's response could not be read: \(message)")
+    case CURLE_OUT_OF_MEMORY: name = .internal
+    default: name = .curl(Int(code.rawValue))
     }
     return TransferFailure(code: name, message: message)
   }
@@ -37,14 +37,14 @@ public enum FailureClassifier {
   static func classify(status: Int, reason: String) -> TransferFailure {
     var message = "HTTP \(status)"
     if !reason.isEmpty { message += " \(reason)" }
-    return TransferFailure(code: "http-\(status)", message: message, status: status)
+    return TransferFailure(code: .http(status), message: message, status: status)
   }
 
   /// Whether trying again may succeed: connect and DNS errors, timeouts, dropped connections,
   /// bodies that stopped short or answered another range, 408, 429 and 5xx.
   public static func isRetryable(_ failure: TransferFailure) -> Bool {
     switch failure.code {
-    case "connect", "dns", "timeout", "network", "incomplete", "range-mismatch": return true
+    case .connect, .dns, .timeout, .network, .incomplete, .rangeMismatch: return true
     default:
       guard let status = failure.status else { return false }
       return status == 408 || status == 429 || (500...599).contains(status)

@@ -16,7 +16,7 @@ extension TransferSpec {
     case .success(let url): next = url
     case .failure(let problem):
       return .failure(
-        TransferFailure(code: "protocol", message: "the server redirected to a URL that is refused: \(problem)"))
+        TransferFailure(code: .protocol, message: "the server redirected to a URL that is refused: \(problem)"))
     }
     var spec = self
     spec.url = location

@@ -155,13 +155,13 @@ final class Transfer {
     case .file(let path):
       let fd = open(path, O_RDONLY | O_CLOEXEC)
       guard fd >= 0 else {
-        throw TransferFailure(code: "read", message: "cannot read \(path): \(String(cString: strerror(errno)))")
+        throw TransferFailure(code: .read, message: "cannot read \(path): \(String(cString: strerror(errno)))")
       }
       uploadDescriptor = fd
       var info = stat()
       guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
         throw TransferFailure(
-          code: "read",
+          code: .read,
           message: "cannot upload \(path): not a regular file (a device, pipe or folder has no set length)")
       }
       let size = Int64(info.st_size)
@@ -330,15 +330,10 @@ final class Transfer {
   }
 
   private func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
-    while true {
-      let count = pread(uploadDescriptor, buffer.baseAddress, buffer.count, off_t(uploadOffset))
-      if count < 0 {
-        if errno == EINTR { continue }
-        return Int(ccurl_readfunc_abort)
-      }
-      uploadOffset += Int64(count)
-      return count
-    }
+    let count = SystemCalls.preadRetrying(uploadDescriptor, into: buffer, at: uploadOffset)
+    if count < 0 { return Int(ccurl_readfunc_abort) }
+    uploadOffset += Int64(count)
+    return count
   }
 
   private static let writeCallback: ccurl_data_callback = { data, size, count, context in
@@ -411,7 +406,7 @@ final class Transfer {
     case .alreadyComplete(let total):
       guard case .file(let path) = spec.target else {
         return .failure(
-          TransferFailure(code: "resume-restart", message: "nothing to continue (HTTP 416)", attempts: attempts))
+          TransferFailure(code: .resumeRestart, message: "nothing to continue (HTTP 416)", attempts: attempts))
       }
       do {
         sink = try FileSink(path: path, keeping: total)
@@ -424,7 +419,7 @@ final class Transfer {
     }
     guard let sink else {
       return .failure(
-        callbackFailure ?? TransferFailure(code: "write", message: "no place to keep the body", attempts: attempts))
+        callbackFailure ?? TransferFailure(code: .write, message: "no place to keep the body", attempts: attempts))
     }
     switch sink.finish() {
     case .failure(var failure):

@@ -168,12 +168,12 @@ public struct TransferResult: Sendable {
 
 /// Why a transfer failed, with a stable code for reports (`http-404`, `timeout`, `connect`...).
 public struct TransferFailure: Error, Sendable, CustomStringConvertible {
-  public var code: String
+  public var code: FailureCode
   public var message: String
   public var status: Int?
   public var attempts: Int
 
-  public init(code: String, message: String, status: Int? = nil, attempts: Int = 0) {
+  public init(code: FailureCode, message: String, status: Int? = nil, attempts: Int = 0) {
     self.code = code
     self.message = message
     self.status = status

@@ -1,0 +1,114 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import BatchDL
+
+@Suite struct SystemCallTests {
+  /// A pipe's two ends, closed at the end of `body`.
+  func withPipe(_ body: (_ reader: Int32, _ writer: Int32) throws -> Void) throws {
+    var ends: [Int32] = [0, 0]
+    try #require(pipe(&ends) == 0)
+    defer {
+      close(ends[0])
+      close(ends[1])
+    }
+    try body(ends[0], ends[1])
+  }
+
+  /// More than a pipe holds (64 KiB), so `writeAll` must wait for the reader and write in parts.
+  @Test func writeAllAndReadRetryingMoveEveryByteThroughAPipe() throws {
+    let bytes = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 * 7) }
+    try withPipe { reader, writer in
+      let writing = DispatchGroup()
+      let wrote = Flag()
+      DispatchQueue.global().async(group: writing) {
+        if bytes.withUnsafeBytes({ SystemCalls.writeAll(writer, $0) }) { wrote.set() }
+        close(writer)
+      }
+      var received: [UInt8] = []
+      var chunk = [UInt8](repeating: 0, count: 10_000)
+      for _ in 0..<100_000 {
+        let count = chunk.withUnsafeMutableBytes { SystemCalls.readRetrying(reader, into: $0) }
+        try #require(count >= 0)
+        if count == 0 { break }
+        received += chunk[0..<count]
+      }
+      #expect(writing.wait(timeout: .now() + 60) == .success)
+      #expect(wrote.isSet)
+      #expect(received == bytes)
+    }
+  }
+
+  @Test func writeAllToAClosedPipeFailsWithErrno() throws {
+    let previous = signal(SIGPIPE, SIG_IGN)
+    defer { signal(SIGPIPE, previous) }
+    var ends: [Int32] = [0, 0]
+    try #require(pipe(&ends) == 0)
+    close(ends[0])
+    defer { close(ends[1]) }
+    let bytes = [UInt8](repeating: 1, count: 10)
+    #expect(!bytes.withUnsafeBytes { SystemCalls.writeAll(ends[1], $0) })
+    #expect(errno == EPIPE)
+  }
+
+  @Test func pwriteAllAndPreadRetryingUseTheOffsetsGiven() throws {
+    let folder = TemporaryDirectory()
+    let path = folder.path + "/file"
+    let fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0o600)
+    try #require(fd >= 0)
+    defer { close(fd) }
+    var counts: [Int] = []
+    let bytes = Array("hello, world".utf8)
+    #expect(bytes.withUnsafeBytes { SystemCalls.pwriteAll(fd, $0, at: 5) { counts.append($0) } })
+    #expect(counts.reduce(0, +) == bytes.count)
+    #expect(try FileAccess.readAll(path) == [UInt8](repeating: 0, count: 5) + bytes)
+    var back = [UInt8](repeating: 0, count: 5)
+    #expect(back.withUnsafeMutableBytes { SystemCalls.preadRetrying(fd, into: $0, at: 12) } == 5)
+    #expect(back == Array("world".utf8))
+    #expect(back.withUnsafeMutableBytes { SystemCalls.preadRetrying(fd, into: $0, at: 17) } == 0)
+    #expect(back.withUnsafeMutableBytes { SystemCalls.preadRetrying(-1, into: $0, at: 0) } == -1)
+    #expect(errno == EBADF)
+  }
+}
+
+@Suite struct MovedToolTests {
+  @Test func aMinHeapSortsLikeSortedAndReportsItsSize() {
+    var heap = MinHeap<Int>()
+    #expect(heap.isEmpty && heap.peek == nil && heap.pop() == nil)
+    var generator = SystemRandomNumberGenerator()
+    let values = (0..<500).map { _ in Int.random(in: -50...50, using: &generator) }
+    for value in values { heap.push(value) }
+    #expect(heap.count == values.count)
+    #expect(heap.peek == values.min())
+    var popped: [Int] = []
+    while let value = heap.pop() { popped.append(value) }
+    #expect(popped == values.sorted())
+    #expect(heap.isEmpty)
+  }
+
+  @Test func aRateBucketHoldsAtMostItsBurst() {
+    let bucket = RateBucket(bytesPerSecond: 1_000_000)
+    // A refill in the future: the takes below (at the real time, earlier) add nothing.
+    bucket.refill(now: Engine.now() + 3_600_000)
+    #expect(bucket.take(100_000))
+    #expect(!bucket.hasBudget)
+    #expect(!bucket.take(1))
+  }
+
+  @Test func aSlowBucketStillLetsSixteenKiBThrough() {
+    let bucket = RateBucket(bytesPerSecond: 10)
+    bucket.refill(now: Engine.now() + 3_600_000)
+    #expect(bucket.take(16 * 1024 - 1))
+    #expect(bucket.hasBudget)
+    #expect(bucket.take(1))
+    #expect(!bucket.hasBudget)
+  }
+
+  @Test func aFlagSetOnAnotherThreadIsSeen() {
+    let flag = Flag()
+    #expect(!flag.isSet)
+    DispatchQueue.global().sync { flag.set() }
+    #expect(flag.isSet)
+  }
+}
