@@ -10,9 +10,10 @@ import Foundation
 /// engine waits for it (`settle()`, or a full backlog).
 ///
 /// The observer is only ever called on the relay's thread; `settle()` waits for it to catch up and
-/// `stop()` ends the thread.
-final class ObserverRelay: TransferObserver, @unchecked Sendable {
-  private let observer: TransferObserver
+/// `stop()` ends the thread. The relay takes the observer as `sending` and `stop()` gives it back:
+/// whoever made it cannot touch it while the relay's thread does.
+final class ObserverRelay<Observer: TransferObserver & SendableMetatype>: TransferObserver, @unchecked Sendable {
+  private let observer: Observer
   /// Guards everything below, and signals both ways: work for the thread, progress for the engine.
   private let condition = NSCondition()
   private var pending: [() -> Void] = []
@@ -26,11 +27,11 @@ final class ObserverRelay: TransferObserver, @unchecked Sendable {
   /// Calls handed over and not yet carried out: completions may carry a small file's body each,
   /// so the engine waits when the observer falls this far behind (a slow disk), and memory stays
   /// bounded.
-  private static let backlog = 256
+  private static var backlog: Int { 256 }
   /// How long the thread lets calls gather before it takes them.
-  private static let gathering: TimeInterval = 0.005
+  private static var gathering: TimeInterval { 0.005 }
 
-  init(_ observer: TransferObserver) {
+  init(_ observer: sending Observer) {
     self.observer = observer
     let thread = Thread { [self] in serve() }
     thread.name = "batchdl.run"
@@ -112,13 +113,15 @@ final class ObserverRelay: TransferObserver, @unchecked Sendable {
     condition.unlock()
   }
 
-  /// Carries out what is pending, then ends the thread. No call may follow.
-  func stop() {
+  /// Carries out what is pending, ends the thread, and gives the observer back. No call may follow.
+  @discardableResult
+  consuming func stop() -> sending Observer {
     condition.lock()
     stopping = true
     urgent = true
     condition.broadcast()
     while running { condition.wait() }
     condition.unlock()
+    return observer
   }
 }
