@@ -33,7 +33,7 @@ final class Connection: @unchecked Sendable {
       case .bad(let status, let message):
         var out = Outgoing(Response.text(status, message + "\n"), method: "GET")
         out.close = true
-        _ = send(out)
+        _ = send(out) {}
         finish()
         return
       case .request(let request):
@@ -41,8 +41,14 @@ final class Connection: @unchecked Sendable {
       }
       var out = core.begin(parsed.request)
       if parsed.wantsClose { out.close = true }
-      let keepOpen = send(out)
-      core.end()
+      // The request counts as answered just before its last bytes go out: a client that has the
+      // whole response never finds it still active (the counters tests read would race).
+      var ended = false
+      let keepOpen = send(out) {
+        ended = true
+        core.end()
+      }
+      if !ended { core.end() }
       guard keepOpen else {
         if out.dropAfter == nil { finish() }
         return
@@ -243,7 +249,8 @@ final class Connection: @unchecked Sendable {
   }
 
   /// Sends `out` with its faults; false when the connection must end.
-  private func send(_ out: Outgoing) -> Bool {
+  /// `ending` runs once, right before the response's last write.
+  private func send(_ out: Outgoing, ending: () -> Void) -> Bool {
     var head = "HTTP/1.1 \(out.status) \(Formatting.reason(out.status))\r\n"
     head += "Server: batchdl-testserver\r\n"
     for (name, value) in out.headers { head += "\(name): \(value)\r\n" }
@@ -254,11 +261,15 @@ final class Connection: @unchecked Sendable {
     }
     if out.close { head += "Connection: close\r\n" }
     head += "\r\n"
-    guard out.sendBody else { return write(Array(head.utf8)) && !out.close }
+    guard out.sendBody else {
+      ending()
+      return write(Array(head.utf8)) && !out.close
+    }
+    let limit = min(out.dropAfter ?? out.body.count, out.body.count)
+    if limit == 0 && !out.chunked && out.dropAfter == nil { ending() }
     guard write(Array(head.utf8)) else { return false }
     if let stall = out.stall, !core.pause(seconds: stall) { return false }
 
-    let limit = min(out.dropAfter ?? out.body.count, out.body.count)
     let piece = out.trickle?.chunkBytes ?? 64 * 1024
     var offset = 0
     var stalled = false
@@ -276,6 +287,7 @@ final class Connection: @unchecked Sendable {
       let slice = out.body[(out.body.startIndex + offset)..<(out.body.startIndex + end)]
       let framed =
         out.chunked ? Array((String(end - offset, radix: 16) + "\r\n").utf8) + slice + [13, 10] : Array(slice)
+      if end == limit && !out.chunked && out.dropAfter == nil { ending() }
       guard write(framed) else { return false }
       offset = end
     }
@@ -283,7 +295,10 @@ final class Connection: @unchecked Sendable {
       shutdown(fd, Int32(SHUT_RDWR))
       return false
     }
-    if out.chunked { guard write(Array("0\r\n\r\n".utf8)) else { return false } }
+    if out.chunked {
+      ending()
+      guard write(Array("0\r\n\r\n".utf8)) else { return false }
+    }
     return !out.close
   }
 
