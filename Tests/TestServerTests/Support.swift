@@ -104,7 +104,7 @@ func temporaryFile(_ bytes: [UInt8]) -> String {
 
 /// A raw TCP connection to 127.0.0.1, for what curl cannot send.
 final class RawConnection {
-  let fd: Int32
+  private(set) var fd: Int32
 
   init?(port: UInt16, host: UInt32 = 0x7f00_0001) {
     fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -121,12 +121,12 @@ final class RawConnection {
       }
     }
     guard connected == 0 else {
-      close(fd)
+      // deinit runs for a failed init too: close once, there.
       return nil
     }
   }
 
-  deinit { close(fd) }
+  deinit { if fd >= 0 { close(fd) } }
 
   func send(_ text: String) {
     let bytes = Array(text.utf8)
