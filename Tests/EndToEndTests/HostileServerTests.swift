@@ -118,6 +118,9 @@ import Testing
     // This run received the bytes past the checkpoint, not the whole file.
     let bytes = try fixture.summary()["bytes"] as? Int
     #expect(bytes == 1_000_000 - Int(starts.first.flatMap { $0 } ?? 0), "\(String(describing: bytes))")
+    // The closing line says the same.
+    let done = result.stdout.split(separator: "\n").first { $0.hasPrefix("done:") }.map(String.init) ?? ""
+    #expect(done.contains("; \(ProgressDisplay.bytes(Int64(bytes ?? 0))) in "), "\(done)")
   }
 
   @Test func aShortRangeWithNoRetryLeftFailsAndTheNextRunContinues() throws {
