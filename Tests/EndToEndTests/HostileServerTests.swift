@@ -142,6 +142,35 @@ import Testing
     #expect(fixture.server.requests(for: "/big.bin").map(rangeOffset) == [.some(800_000)])
   }
 
+  /// A 206 with a `Content-Encoding` carries bytes that are not the file's: never appended.
+  @Test func anEncodedRangeOnResumeStartsOver() throws {
+    let fixture = try RunFixture()
+    let body = TestData.pseudoRandomBytes(count: 1_000_000, seed: 13)
+    _ = try interrupted(fixture, body)
+    fixture.server.route("/big.bin", .file(FileResource(body: body, etag: .strong("v1"), contentEncoding: "gzip")))
+    fixture.server.clearLog()
+    let result = try fixture.run()
+    #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    #expect(fixture.holds("big.bin", body))
+    let starts = fixture.server.requests(for: "/big.bin").map(rangeOffset)
+    #expect(starts.first != nil && starts.last == .some(nil), "\(starts)")
+  }
+
+  /// The checkpoint holds the whole file (200,000 bytes), but the server, under the same ETag,
+  /// now has 150,000: its 416 says `bytes */150000`. The old bytes must not be placed.
+  @Test func a416ThatGivesAnotherLengthStartsOver() throws {
+    let fixture = try RunFixture()
+    let old = TestData.pseudoRandomBytes(count: 200_000, seed: 11)
+    let new = TestData.pseudoRandomBytes(count: 150_000, seed: 12)
+    fixture.server.route("/big.bin", .file(FileResource(body: new, etag: .strong("v1"))))
+    fixture.manifest(Self.manifest)
+    try fixture.checkpointWhole(old, of: "big.bin", etag: "\"v1\"", total: old.count)
+    let result = try fixture.run()
+    #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    #expect(fixture.holds("big.bin", new))
+    #expect(fixture.server.requests(for: "/big.bin").map(rangeOffset) == [.some(200_000), nil])
+  }
+
   @Test(arguments: [
     RangeFault.shiftedLabel(shift: 1000), RangeFault.wrongTotal(total: 2_000_000),
     RangeFault.lyingLength(length: 10),

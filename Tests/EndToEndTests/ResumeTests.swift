@@ -109,16 +109,7 @@ import Testing
     fixture.server.route("/big.bin", .file(FileResource(body: body, etag: .strong("v1"))))
     fixture.manifest(Self.manifest)
     // A run that wrote every byte and was stopped before the rename: the partial file is whole.
-    let plan = try ManifestCheck.plan(path: fixture.folder.path + "/manifest.yaml")
-    let key = plan.requests[0].key.description
-    let partial = fixture.folder.path + "/big.bin.batchdl-part"
-    _ = FileManager.default.createFile(atPath: partial, contents: Data(body))
-    let store = try #require(try StateFolder(option: nil, manifest: plan.manifest).openStore())
-    try store.update(checkpoints: [
-      Checkpoint(
-        key: key, partial: partial, url: fixture.server.url("/big.bin"), etag: "\"v1\"", lastModified: nil,
-        total: Int64(body.count), durable: Int64(body.count))
-    ])
+    try fixture.checkpointWhole(body, of: "big.bin", etag: "\"v1\"", total: body.count)
     let result = try fixture.run()
     #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
     #expect(fixture.server.requests(for: "/big.bin").count == 1)

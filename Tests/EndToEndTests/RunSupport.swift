@@ -102,6 +102,20 @@ extension RunFixture {
     return points.values.map(\.durable).max() ?? 0
   }
 
+  /// What a run stopped before its rename leaves: `bytes` as the partial file `name.batchdl-part`
+  /// of the manifest's first request, and a checkpoint of all of them with `etag` and `total`.
+  func checkpointWhole(_ bytes: [UInt8], of name: String, etag: String, total: Int) throws {
+    let plan = try ManifestCheck.plan(path: folder.path + "/manifest.yaml")
+    let partial = folder.path + "/" + name + ".batchdl-part"
+    _ = FileManager.default.createFile(atPath: partial, contents: Data(bytes))
+    guard let store = try StateFolder(option: nil, manifest: plan.manifest).openStore() else { return }
+    try store.update(checkpoints: [
+      Checkpoint(
+        key: plan.requests[0].key.description, partial: partial, url: server.url("/" + name), etag: etag,
+        lastModified: nil, total: Int64(total), durable: Int64(bytes.count))
+    ])
+  }
+
   /// Starts `batchdl run` (plus `extra`) and stops it with `signal` once a checkpoint holds at least
   /// `bytes` (or after 20 s); returns the exit status.
   func interrupt(signal: Int32, after bytes: Int64 = 200_000, _ extra: [String] = []) throws -> Int32 {

@@ -37,6 +37,10 @@ public struct Diagnostics: Sendable {
     items.append(contentsOf: other.items)
   }
 
+  public mutating func append(contentsOf other: [Diagnostic]) {
+    items.append(contentsOf: other)
+  }
+
   public var hasErrors: Bool { items.contains { $0.severity == .error } }
 
   public var errorCount: Int { items.count { $0.severity == .error } }

@@ -10,10 +10,13 @@ extension Plan {
   /// The partial file of a destination.
   public static func partialPath(of destination: String) -> String { destination + partialSuffix }
 
-  /// A task's destination as an absolute path (resolved against the manifest's folder); nil when
-  /// the task has none.
+  /// A path the manifest names (a destination, an upload's file), absolute: resolved against the
+  /// manifest's folder.
+  public func absolute(_ path: String) -> String { FileAccess.resolve(path, against: manifest.absoluteDirectory) }
+
+  /// A task's destination as an absolute path; nil when the task has none.
   public func absoluteDestination(of task: PlannedTask) -> String? {
-    destination(of: task).map { FileAccess.resolve($0, against: manifest.absoluteDirectory) }
+    destination(of: task).map(absolute)
   }
 
   /// A data task's `become_download` rule, when it has one.

@@ -23,22 +23,10 @@ public struct Planner {
     let order = builder.diagnostics.hasErrors ? [] : builder.schedule()
     builder.assignShardKeys()
     var all = Diagnostics()
-    for diagnostic in warnings {
-      if diagnostic.severity == .error {
-        all.error(diagnostic.mark, diagnostic.message)
-      } else {
-        all.warning(diagnostic.mark, diagnostic.message)
-      }
-    }
+    all.append(contentsOf: warnings)
     // The planner's messages quote ids, URLs and list lines: mask user-info and secrets in them
     // (the loader's are masked already).
-    for diagnostic in builder.diagnostics.items.map(builder.redactor.diagnostic) {
-      if diagnostic.severity == .error {
-        all.error(diagnostic.mark, diagnostic.message)
-      } else {
-        all.warning(diagnostic.mark, diagnostic.message)
-      }
-    }
+    all.append(contentsOf: builder.diagnostics.items.map(builder.redactor.diagnostic))
     if all.hasErrors { throw ManifestError(diagnostics: all.sorted) }
     return Plan(
       manifest: manifest, text: builder.text, tasks: builder.tasks, requests: builder.requests, order: order,

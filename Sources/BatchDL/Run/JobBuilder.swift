@@ -66,9 +66,6 @@ final class JobBuilder {
     return job
   }
 
-  /// Absolute path of a file named relative to the manifest's folder.
-  private func absolute(_ path: String) -> String { FileAccess.resolve(path, against: plan.manifest.absoluteDirectory) }
-
   /// The request's transfer, and the task whose destination its body goes to (with that
   /// destination's absolute path), when it goes to a file.
   func spec(for request: PlannedRequest) -> (TransferSpec, owner: (task: PlannedTask, path: String)?) {
@@ -82,9 +79,9 @@ final class JobBuilder {
       if let text = spec.body {
         body = .bytes(Array(text.utf8))
       } else if let file = spec.bodyFile ?? spec.from {
-        body = .file(absolute(file))
+        body = .file(plan.absolute(file))
       } else if !spec.form.isEmpty {
-        body = .form(spec.form.map { .init(name: $0.name, value: $0.value, file: $0.file.map(absolute)) })
+        body = .form(spec.form.map { .init(name: $0.name, value: $0.value, file: $0.file.map(plan.absolute)) })
       }
     } else if case .list(let spec) = plan.entry(of: first) {
       headers = headers.merged(with: spec.headers)

@@ -237,9 +237,6 @@ final class RunBookkeeper: TransferObserver {
     }
   }
 
-  /// Absolute path of a destination relative to the manifest's folder.
-  private func absolute(_ path: String) -> String { FileAccess.resolve(path, against: plan.manifest.absoluteDirectory) }
-
   // MARK: - Events
 
   /// The event is only made when there is an event log.
@@ -377,7 +374,7 @@ final class RunBookkeeper: TransferObserver {
       result.source = source
       if let destination = plan.destination(of: task) {
         do {
-          let path = absolute(destination)
+          let path = plan.absolute(destination)
           try placer.prepare(path, for: task)
           try AtomicFile.write(cached.body, to: path)
           emit(.finished(task: result.id, to: result.to ?? ""))
@@ -445,7 +442,7 @@ final class RunBookkeeper: TransferObserver {
         record(task, outcome)
         continue
       }
-      let path = absolute(destination)
+      let path = plan.absolute(destination)
       if let source = result.file, source == Plan.partialPath(of: path) {
         owner = (task, path, outcome)
         continue

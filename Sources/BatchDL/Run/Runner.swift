@@ -142,9 +142,4 @@ public final class Runner {
       throw .setup("cannot use the state folder \(stateFolder): \(error)")
     }
   }
-
-  /// `path` made absolute against the working directory.
-  public static func absolute(_ path: String) -> String {
-    path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
-  }
 }

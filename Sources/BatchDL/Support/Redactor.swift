@@ -88,7 +88,7 @@ public struct Redactor: Sendable {
 
   /// A URL fit for output: user-info removed, secret values masked.
   public func url(_ url: String) -> String {
-    text(Self.stripUserInfo(url))
+    text(url)
   }
 
   /// A header value fit for output.
@@ -113,11 +113,9 @@ public struct Redactor: Sendable {
     while let separator = rest.range(of: "://") {
       result += rest[..<separator.upperBound]
       rest = rest[separator.upperBound...]
-      let authorityEnd =
-        rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" || $0.isWhitespace } ?? rest.endIndex
-      if let at = rest[..<authorityEnd].lastIndex(of: "@"), rest[..<at] != Substring(mask) {
+      if let info = userInfo(after: rest), rest[info] != Substring(mask) {
         result += mask
-        rest = rest[at...]
+        rest = rest[info.upperBound...]
       }
     }
     result += rest
@@ -126,13 +124,24 @@ public struct Redactor: Sendable {
 
   /// `scheme://user:password@host/...` becomes `scheme://<redacted>@host/...`.
   public static func stripUserInfo(_ url: String) -> String {
-    guard url.utf8.contains(0x40) else { return url }
-    guard let schemeEnd = url.range(of: "://") else { return url }
-    let rest = url[schemeEnd.upperBound...]
-    let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-    guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return url }
-    return String(url[..<schemeEnd.upperBound]) + mask + String(rest[at...])
+    maskUserInfo(in: url)
   }
+
+  /// The `user:password` of a URL, when it has one.
+  public static func userInfo(of url: String) -> String? {
+    guard let schemeEnd = url.range(of: "://") else { return nil }
+    let rest = url[schemeEnd.upperBound...]
+    return userInfo(after: rest).map { String(rest[$0]) }
+  }
+
+  /// Where the user-info stands in `rest`, the part of a URL after `://`: everything before the
+  /// last `@` of the authority, which runs to the first `/`, `?`, `#` or white space.
+  private static func userInfo(after rest: Substring) -> Range<Substring.Index>? {
+    let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" || $0.isWhitespace } ?? rest.endIndex
+    guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return nil }
+    return rest.startIndex..<at
+  }
+
 }
 
 extension String {

@@ -28,6 +28,25 @@ struct BodyGate: Sendable, Equatable {
     case notModified
     /// Not a success: the body (an error page) is read and dropped.
     case error
+
+    /// The representation's total length the body is part of, when known.
+    var total: Int64? {
+      switch self {
+      case .whole(let length): return length
+      case .range(_, _, let total): return total
+      case .alreadyComplete(let total): return total
+      case .notModified, .error: return nil
+      }
+    }
+
+    /// The byte the body is written from.
+    var start: Int64 {
+      switch self {
+      case .range(let start, _, _): return start
+      case .alreadyComplete(let total): return total
+      case .whole, .notModified, .error: return 0
+      }
+    }
   }
 
   /// The range sent, or nil for a request without `Range`.
@@ -141,25 +160,6 @@ struct BodyGate: Sendable, Equatable {
       return nil
     case .alreadyComplete, .notModified, .error:
       return nil
-    }
-  }
-
-  /// The representation's total length an admitted body is part of, when known.
-  static func total(of admission: Admission) -> Int64? {
-    switch admission {
-    case .whole(let length): return length
-    case .range(_, _, let total): return total
-    case .alreadyComplete(let total): return total
-    case .notModified, .error: return nil
-    }
-  }
-
-  /// The byte an admitted body is written from.
-  static func start(of admission: Admission) -> Int64 {
-    switch admission {
-    case .range(let start, _, _): return start
-    case .alreadyComplete(let total): return total
-    case .whole, .notModified, .error: return 0
     }
   }
 

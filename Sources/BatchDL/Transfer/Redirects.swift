@@ -26,7 +26,7 @@ extension TransferSpec {
         let name = line.split(separator: ":", maxSplits: 1).first.map { $0.lowercased() } ?? ""
         return originOnlyHeaders.contains(name)
       }
-    } else if let userInfo = Self.userInfo(url), Self.userInfo(location) == nil,
+    } else if let userInfo = Redactor.userInfo(of: url), Redactor.userInfo(of: location) == nil,
       let schemeEnd = location.range(of: "://")
     {
       // libcurl sends URL credentials to the same origin again; so does batchdl.
@@ -38,14 +38,5 @@ extension TransferSpec {
       spec.body = .none
     }
     return .success(spec)
-  }
-
-  /// The `user:password` part of a URL, when it has one.
-  private static func userInfo(_ url: String) -> String? {
-    guard let schemeEnd = url.range(of: "://") else { return nil }
-    let rest = url[schemeEnd.upperBound...]
-    let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-    guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return nil }
-    return String(rest[..<at])
   }
 }

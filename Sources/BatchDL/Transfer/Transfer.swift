@@ -117,22 +117,14 @@ final class Transfer {
   private func moveCookies(from headers: inout [String]) throws {
     var pairs: [String] = []
     headers.removeAll { line in
-      guard let colon = line.firstIndex(of: ":"), Self.trimmed(line[..<colon]).lowercased() == "cookie" else {
-        return false
-      }
-      let value = Self.trimmed(line[line.index(after: colon)...])
+      guard let colon = line.firstIndex(of: ":"), String(line[..<colon]).trimmingSpaces.lowercased() == "cookie"
+      else { return false }
+      let value = String(line[line.index(after: colon)...]).trimmingSpaces
       if !value.isEmpty { pairs.append(value) }
       return true
     }
     guard !pairs.isEmpty else { return }
     try easy.set(CURLOPT_COOKIE, pairs.joined(separator: "; "))
-  }
-
-  private static func trimmed(_ text: Substring) -> String {
-    guard let first = text.firstIndex(where: { !$0.isWhitespace }),
-      let last = text.lastIndex(where: { !$0.isWhitespace })
-    else { return "" }
-    return String(text[first...last])
   }
 
   private func configureBody(_ headers: inout [String]) throws {
@@ -193,7 +185,6 @@ final class Transfer {
   /// Continues a transfer paused by `bucket` (libcurl may deliver the held bytes right away).
   func resume() {
     paused = false
-    moved += 1
     curl_easy_pause(easy.raw, Int32(ccurl_pause_cont))
   }
 
@@ -206,7 +197,7 @@ final class Transfer {
     switch spec.target {
     case .file(let path):
       do {
-        let start = BodyGate.start(of: admission)
+        let start = admission.start
         let sink = try FileSink(path: path, keeping: start, holding: true)
         resumedFrom = start
         return sink
@@ -259,7 +250,7 @@ final class Transfer {
 
   /// The full length of the resource, as the admitted response gives it (or the checkpoint).
   var totalLength: Int64? {
-    admission.flatMap(BodyGate.total(of:))
+    admission?.total
   }
 
   /// The gate's word on the final response, asked once.
