@@ -40,7 +40,7 @@ import Testing
     let body = TestData.pseudoRandomBytes(count: 3 << 20, seed: 81)
     fixture.server.route(
       "/big.bin",
-      .file(FileResource(body: body, etag: .strong("v1"), trickle: Trickle(chunkBytes: 32 << 10, interval: 0.05))))
+      trickling(body, etag: "v1"))
     fixture.server.route(
       "/data", .fixed(.json(200, "{}", headers: ["Cache-Control": "max-age=600", "ETag": "\"d1\""])))
     fixture.manifest(

@@ -11,7 +11,7 @@ import Testing
     let body = TestData.pseudoRandomBytes(count: 3 << 20, seed: 31)
     fixture.server.route(
       "/big.bin",
-      .file(FileResource(body: body, etag: .strong("v1"), trickle: Trickle(chunkBytes: 32 << 10, interval: 0.05))))
+      trickling(body, etag: "v1"))
     fixture.server.route("/small.txt", .text("small\n"))
     fixture.server.route("/gone", .fixed(.text(410, "gone")))
     fixture.manifest(

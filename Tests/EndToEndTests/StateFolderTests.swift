@@ -103,10 +103,7 @@ import Testing
     fixture.server.route("/small.txt", .text("small\n"))
     fixture.server.route(
       "/big.bin",
-      .file(
-        FileResource(
-          body: TestData.pseudoRandomBytes(count: 2 << 20, seed: 62), etag: .strong("v1"),
-          trickle: Trickle(chunkBytes: 32 << 10, interval: 0.05))))
+      trickling(TestData.pseudoRandomBytes(count: 2 << 20, seed: 62), etag: "v1"))
     fixture.manifest(
       """
       version: 1
@@ -234,7 +231,7 @@ import Testing
     let body = TestData.pseudoRandomBytes(count: 3 << 20, seed: 63)
     fixture.server.route(
       "/big.bin",
-      .file(FileResource(body: body, etag: .strong("v1"), trickle: Trickle(chunkBytes: 32 << 10, interval: 0.05))))
+      trickling(body, etag: "v1"))
     fixture.manifest(
       """
       version: 1

@@ -62,7 +62,7 @@ import Testing
     fixture.server.route("/small.txt", .text("small\n"))
     fixture.server.route(
       "/big.bin",
-      .file(FileResource(body: body, etag: .strong("v1"), trickle: Trickle(chunkBytes: 32 << 10, interval: 0.05))))
+      trickling(body, etag: "v1"))
     fixture.manifest(
       """
       version: 1

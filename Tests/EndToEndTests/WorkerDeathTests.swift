@@ -11,7 +11,7 @@ import Testing
     let body = TestData.pseudoRandomBytes(count: 2 << 20, seed: 71)
     fixture.server.route(
       "/iso",
-      .file(FileResource(body: body, etag: .strong("i1"), trickle: Trickle(chunkBytes: 32 << 10, interval: 0.05))))
+      trickling(body, etag: "i1"))
     fixture.manifest(
       """
       version: 1
