@@ -142,18 +142,24 @@ import Testing
     #expect(fixture.server.requests(for: "/big.bin").map(rangeOffset) == [.some(800_000)])
   }
 
-  /// A 206 with a `Content-Encoding` carries bytes that are not the file's: never appended.
-  @Test func anEncodedRangeOnResumeStartsOver() throws {
+  /// Interrupts a download, then serves `resource` (made from the file's bytes): the resume must
+  /// be refused and the file fetched again whole, never spliced.
+  func expectResumeStartsOver(seed: UInt64, _ resource: ([UInt8]) -> FileResource) throws {
     let fixture = try RunFixture()
-    let body = TestData.pseudoRandomBytes(count: 1_000_000, seed: 13)
+    let body = TestData.pseudoRandomBytes(count: 1_000_000, seed: seed)
     _ = try interrupted(fixture, body)
-    fixture.server.route("/big.bin", .file(FileResource(body: body, etag: .strong("v1"), contentEncoding: "gzip")))
+    fixture.server.route("/big.bin", .file(resource(body)))
     fixture.server.clearLog()
     let result = try fixture.run()
     #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
     #expect(fixture.holds("big.bin", body))
     let starts = fixture.server.requests(for: "/big.bin").map(rangeOffset)
     #expect(starts.first != nil && starts.last == .some(nil), "\(starts)")
+  }
+
+  /// A 206 with a `Content-Encoding` carries bytes that are not the file's: never appended.
+  @Test func anEncodedRangeOnResumeStartsOver() throws {
+    try expectResumeStartsOver(seed: 13) { FileResource(body: $0, etag: .strong("v1"), contentEncoding: "gzip") }
   }
 
   /// The checkpoint holds the whole file (200,000 bytes), but the server, under the same ETag,
@@ -176,16 +182,7 @@ import Testing
     RangeFault.lyingLength(length: 10),
   ])
   func aMislabelledRangeOnResumeStartsOver(_ fault: RangeFault) throws {
-    let fixture = try RunFixture()
-    let body = TestData.pseudoRandomBytes(count: 1_000_000, seed: 7)
-    _ = try interrupted(fixture, body)
-    fixture.server.route("/big.bin", .file(FileResource(body: body, etag: .strong("v1"), rangeFault: fault)))
-    fixture.server.clearLog()
-    let result = try fixture.run()
-    #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
-    #expect(fixture.holds("big.bin", body))
-    let starts = fixture.server.requests(for: "/big.bin").map(rangeOffset)
-    #expect(starts.first != nil && starts.last == .some(nil), "\(starts)")
+    try expectResumeStartsOver(seed: 7) { FileResource(body: $0, etag: .strong("v1"), rangeFault: fault) }
   }
 
   // MARK: - Stalls, lengths, headers
