@@ -173,6 +173,6 @@ func request(_ plan: Plan, id: String) throws -> PlannedRequest {
     recorder.flush(force: true)
     recorder.close()
     let store = try #require(try state.openStore(readOnly: true))
-    #expect(Set(try store.results().keys) == ["a"])
+    #expect(Set(try store.results().ids) == ["a"])
   }
 }

@@ -50,7 +50,7 @@ public final class ProgressDisplay {
     if result.outcome == .failed { failedTasks += 1 }
     if result.outcome == .completed, result.source == "network" { finishedBytes += result.size ?? 0 }
     guard !quiet || result.outcome == .failed else { return }
-    var line = result.outcome.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0) + result.id
+    var line = TextFormat.padded(result.outcome.rawValue, to: 10) + result.id
     if let error = result.error {
       line += "  \(error.code): \(error.message)"
     } else if let size = result.size {
@@ -110,11 +110,11 @@ public final class ProgressDisplay {
       var text = "  "
       if line.expected > 0 {
         let fraction = min(1, Double(line.received) / Double(line.expected))
-        text += Self.bar(fraction, width: width) + String(format: " %3d%% ", Int(fraction * 100))
+        text += Self.bar(fraction, width: width) + " " + TextFormat.rightAligned(Int(fraction * 100), width: 3) + "% "
       } else {
         text += "[" + String(repeating: " ", count: width) + "]      "
       }
-      text += Self.bytes(line.received).padding(toLength: 10, withPad: " ", startingAt: 0) + " " + line.name
+      text += TextFormat.padded(Self.bytes(line.received), to: 10) + " " + line.name
       lines.append(String(text.prefix(120)))
     }
     if active.count > 8 { lines.append("  … and \(active.count - 8) more") }
@@ -147,7 +147,8 @@ public final class ProgressDisplay {
     if summary.unchanged > 0 { line += ", \(summary.unchanged) unchanged" }
     if summary.deferred > 0 { line += ", \(summary.deferred) deferred" }
     if summary.cancelled > 0 { line += ", \(summary.cancelled) cancelled" }
-    line += ", \(summary.failed) failed; \(Self.bytes(summary.bytes)) in " + String(format: "%.1f s", seconds)
+    line +=
+      ", \(summary.failed) failed; \(Self.bytes(summary.bytes)) in " + TextFormat.fixed(seconds, decimals: 1) + " s"
     if (!quiet || summary.failed > 0) && summary.tasks > 0 {
       out.write(line + "\n")
     }
@@ -168,13 +169,14 @@ public final class ProgressDisplay {
       value /= 1024
       unit += 1
     }
-    return unit == 0 ? "\(count) B" : String(format: "%.1f %@", value, units[unit])
+    return unit == 0 ? "\(count) B" : TextFormat.fixed(value, decimals: 1) + " " + units[unit]
   }
 
   static func duration(_ seconds: Double) -> String {
     let total = Int(seconds.rounded())
     return total >= 3600
-      ? String(format: "%d:%02d:%02d", total / 3600, total / 60 % 60, total % 60)
-      : String(format: "%d:%02d", total / 60, total % 60)
+      ? "\(total / 3600):" + TextFormat.zeroPadded(total / 60 % 60, width: 2) + ":"
+        + TextFormat.zeroPadded(total % 60, width: 2)
+      : "\(total / 60):" + TextFormat.zeroPadded(total % 60, width: 2)
   }
 }

@@ -117,7 +117,7 @@ public struct TaskResult: Sendable {
     if let sha256 { fields["sha256"] = .string(sha256) }
     if let source { fields["source"] = .string(source) }
     if let error { fields["error"] = .object(["code": .string(error.code), "message": .string(error.message)]) }
-    if timings, let seconds { fields["seconds"] = .string(String(format: "%.3f", seconds)) }
+    if timings, let seconds { fields["seconds"] = .string(TextFormat.fixed(seconds, decimals: 3)) }
     return fields
   }
 }

@@ -29,7 +29,7 @@ public struct RunReport: Sendable {
     var head: [String: JSON] = [
       "format": .string("batchdl-report/1"), "manifest": .string(manifest), "summary": summary.json,
     ]
-    if timings, let seconds { head["seconds"] = .string(String(format: "%.3f", seconds)) }
+    if timings, let seconds { head["seconds"] = .string(TextFormat.fixed(seconds, decimals: 3)) }
     if let shard { head["shard"] = .string(shard) }
     // Keys sorted: format, manifest, [seconds,] summary, tasks.
     var out = "{\n"
@@ -64,7 +64,7 @@ public struct RunReport: Sendable {
       out +=
         "  <testsuite name=\"\(Self.escape(session))\" tests=\"\(cases.count)\" failures=\"\(failed)\" skipped=\"\(skipped)\">\n"
       for result in cases {
-        let time = timings ? result.seconds.map { " time=\"\(String(format: "%.3f", $0))\"" } ?? "" : ""
+        let time = timings ? result.seconds.map { " time=\"\(TextFormat.fixed($0, decimals: 3))\"" } ?? "" : ""
         out += "    <testcase classname=\"\(Self.escape(session))\" name=\"\(Self.escape(result.id))\"\(time)"
         switch result.outcome {
         case .failed:
@@ -126,7 +126,7 @@ public final class EventLog {
   public func record(_ event: RunEvent) {
     var fields = event.json
     let elapsed = Double(Engine.now() &- start) / 1000
-    fields["time"] = .string(String(format: "%.3f", elapsed))
+    fields["time"] = .string(TextFormat.fixed(elapsed, decimals: 3))
     output.write(JSON.object(fields).text + "\n")
     if case .progress = event { return }
     output.flush()

@@ -23,7 +23,7 @@ public enum RequestAction: Sendable, Equatable {
 
 /// The state folder's contents as one run (or `plan`, or `status`) sees them.
 public struct PriorState: Sendable {
-  public var results: [String: StoredResult] = [:]
+  public var results = StoredResults()
   public var checkpoints: [String: Checkpoint] = [:]
   public var budgets: [String: (spent: Int64, attempts: Int)] = [:]
 
@@ -51,23 +51,22 @@ public struct PriorState: Sendable {
     if session.kind == .ephemeral { return (.send, "ephemeral session: nothing is kept between runs") }
     // A first run (or a request never fetched) has nothing to compare: no key or task id to make.
     if results.isEmpty && checkpoints.isEmpty { return (.send, "not fetched before") }
-    let key = request.key.description
     var reason: String?
-    var validators: StoredResult?
+    var validators: StoredResults.Entry?
     for task in plan.tasks(of: request) {
-      guard let stored = results[plan.id(of: task)] else {
+      guard let stored = results.entry(for: task, in: plan) else {
         reason = reason ?? "not fetched before"
         continue
       }
-      if stored.outcome != TaskOutcome.completed.rawValue && stored.outcome != TaskOutcome.unchanged.rawValue {
+      if stored.outcome != .completed && stored.outcome != .unchanged {
         reason =
           reason
-          ?? (stored.outcome == TaskOutcome.deferred.rawValue
-            ? "deferred last time (\(stored.errorMessage ?? "policy"))"
-            : "failed last time (\(stored.errorCode ?? stored.outcome))")
+          ?? (stored.outcome == .deferred
+            ? "deferred last time (\(results.errorMessage(of: stored) ?? "policy"))"
+            : "failed last time (\(results.errorCode(of: stored) ?? results.outcomeText(of: stored)))")
         continue
       }
-      if stored.requestKey != key {
+      if !results.requestKey(of: stored, is: request.key) {
         reason = reason ?? "the request changed since it was fetched"
         continue
       }
@@ -80,7 +79,7 @@ public struct PriorState: Sendable {
           reason = reason ?? "the file changed on disk"
           continue
         }
-        if verify, let sha256 = stored.sha256, FileAccess.sha256(of: destination) != sha256 {
+        if verify, let sha256 = results.sha256(of: stored), FileAccess.sha256(of: destination) != sha256 {
           reason = reason ?? "the file's contents changed (--verify)"
           continue
         }
@@ -94,7 +93,7 @@ public struct PriorState: Sendable {
       return (.send, reason)
     }
     if refresh {
-      if validators?.etag != nil || validators?.lastModified != nil {
+      if let validators, results.etag(of: validators) != nil || results.lastModified(of: validators) != nil {
         return (.revalidate, "--refresh: ask whether it changed")
       }
       return (.send, "--refresh, and no validator was recorded")

@@ -221,11 +221,11 @@ final class RunBookkeeper: TransferObserver {
   private func recordUnchanged(_ request: PlannedRequest) {
     for task in plan.tasks(of: request) {
       var result = base(task)
-      let stored = prior.results[plan.id(of: task)]
+      let stored = prior.results.entry(for: task, in: plan)
       result.outcome = .unchanged
       result.status = stored?.status
       result.size = stored?.size
-      result.sha256 = stored?.sha256
+      result.sha256 = stored.flatMap(prior.results.sha256(of:))
       record(result)
     }
   }
@@ -330,11 +330,11 @@ final class RunBookkeeper: TransferObserver {
     case .success(let result) where result.notModified:
       for task in tasks {
         var unchanged = base(task)
-        let stored = prior.results[plan.id(of: task)]
+        let stored = prior.results.entry(for: task, in: plan)
         unchanged.outcome = .unchanged
         unchanged.status = result.head.status
         unchanged.size = stored?.size
-        unchanged.sha256 = stored?.sha256
+        unchanged.sha256 = stored.flatMap(prior.results.sha256(of:))
         unchanged.attempts = result.attempts
         unchanged.source = "not-modified"
         record(unchanged)

@@ -23,6 +23,7 @@ public struct TaskStatus: Sendable {
   /// disk see them.
   public static func all(plan: Plan, prior: PriorState, shard: Shard? = nil) -> [TaskStatus] {
     var result: [TaskStatus] = []
+    let redactor = Redactor(secrets: plan.manifest.secrets)
     for index in plan.order {
       let request = plan.requests[Int(index)]
       if let shard, !shard.contains(request) { continue }
@@ -30,9 +31,9 @@ public struct TaskStatus: Sendable {
       let point = prior.resumePoint(for: request, in: plan)
       for task in plan.tasks(of: request) {
         let id = plan.id(of: task)
-        let stored = prior.results[id]
+        let stored = prior.results.entry(for: task, in: plan)
         var status = TaskStatus(
-          id: Redactor(secrets: plan.manifest.secrets).text(id),
+          id: redactor.text(id),
           session: plan.manifest.sessions[Int(task.session)].name,
           state: .pending)
         if action == .unchanged {
@@ -42,9 +43,10 @@ public struct TaskStatus: Sendable {
           status.state = .partial
           status.bytes = point.durable
           status.total = point.total
-        } else if let stored, stored.outcome == TaskOutcome.failed.rawValue {
+        } else if let stored, stored.outcome == .failed {
           status.state = .failed
-          status.note = [stored.errorCode, stored.errorMessage].compactMap { $0 }.joined(separator: ": ")
+          status.note = [prior.results.errorCode(of: stored), prior.results.errorMessage(of: stored)].compactMap { $0 }
+            .joined(separator: ": ")
         } else {
           status.note = reason
         }
@@ -56,7 +58,7 @@ public struct TaskStatus: Sendable {
 
   /// One line for people: `done      mirror/a.bin  1.2 MB`.
   public var line: String {
-    var text = state.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0) + " " + id
+    var text = TextFormat.padded(state.rawValue, to: 9) + " " + id
     switch state {
     case .done:
       if let bytes { text += "  " + ProgressDisplay.bytes(bytes) }
@@ -65,7 +67,8 @@ public struct TaskStatus: Sendable {
         text += "  " + ProgressDisplay.bytes(bytes)
         if let total, total > 0 {
           text +=
-            " of " + ProgressDisplay.bytes(total) + String(format: " (%.0f%%)", Double(bytes) * 100 / Double(total))
+            " of " + ProgressDisplay.bytes(total) + " ("
+            + TextFormat.fixed(Double(bytes) * 100 / Double(total), decimals: 0) + "%)"
         }
       }
     case .pending, .failed:

@@ -139,6 +139,13 @@ final class SQLiteDatabase {
       guard let pointer = sqlite3_column_text(statement, column) else { return nil }
       return String(cString: pointer)
     }
+
+    /// The column's text as bytes, valid only inside `body`; nil for NULL. Spares a String when
+    /// the bytes go straight into other storage.
+    func withText<R>(_ column: Int32, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
+      guard let pointer = sqlite3_column_text(statement, column) else { return body(nil) }
+      return body(UnsafeRawBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(statement, column))))
+    }
   }
 }
 

@@ -172,10 +172,10 @@ public struct StateFolder: Sendable {
     var merged = try forShard(nil).prior()
     for shard in shards() {
       let prior = try forShard(shard).prior()
-      for (id, result) in prior.results {
-        let kept = merged.results[id]?.outcome
+      for result in prior.results.values {
+        let kept = merged.results[result.taskID]?.outcome
         if kept != TaskOutcome.completed.rawValue && kept != TaskOutcome.unchanged.rawValue {
-          merged.results[id] = result
+          merged.results.add(result)
         }
       }
       merged.checkpoints.merge(prior.checkpoints) { kept, _ in kept }

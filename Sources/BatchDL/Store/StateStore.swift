@@ -282,24 +282,16 @@ public final class StateStore {
 
   // MARK: - Results
 
-  public func results() throws(SQLiteError) -> [String: StoredResult] {
+  public func results() throws(SQLiteError) -> StoredResults {
     let select = try db.prepare(
       """
       SELECT task_id, request_key, destination, outcome, status, size, sha256, etag, last_modified, file_size,
         file_modified, error_code, error_message FROM results
       """ + filter())
     try select.bind(scopeValues)
-    var result: [String: StoredResult] = [:]
-    while try select.step() {
-      let id = select.text(0) ?? ""
-      result[id] = StoredResult(
-        taskID: id, requestKey: select.text(1) ?? "", destination: select.text(2), outcome: select.text(3) ?? "",
-        status: select.integer(4).map { Int($0) }, size: select.integer(5), sha256: select.text(6),
-        etag: select.text(7),
-        lastModified: select.text(8), fileSize: select.integer(9), fileModified: select.integer(10),
-        errorCode: select.text(11), errorMessage: select.text(12))
-    }
-    return result
+    var results = StoredResults()
+    while try select.step() { results.add(row: select) }
+    return results
   }
 
   public func save(results: [StoredResult]) throws(SQLiteError) {
