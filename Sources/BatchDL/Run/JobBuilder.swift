@@ -2,29 +2,63 @@ import Foundation
 
 /// Turns the plan's requests into the engine's jobs: each request's transfer (headers, body, where
 /// the body goes, timeouts, caps, cookies), what a resume or a revalidation adds from the state
-/// folder, and the network policy's gate. It also holds the sessions' HTTP caches, which decide
-/// whether a data task needs a request at all.
-final class JobBuilder {
+/// folder, and the network policy's gate. It is the engine's `TransferJobSource`: the engine asks
+/// for a job's transfer when the job's turn comes, on its own thread, and the builder is the
+/// engine's alone once the run has handed it over.
+final class JobBuilder: TransferJobSource {
   private let plan: Plan
   private let state: StateFolder
   private let redactor: Redactor
-  /// HTTP caches of data tasks, per session index.
-  private var caches: [Int: HTTPCache] = [:]
+  private let prior: PriorState
+  /// The request of each job, and what it needs.
+  private let requests: [Int32]
+  private let actions: [RequestAction]
+  /// The jobs each job waits for.
+  private let waits: [[Int]]
+  /// Cached responses being revalidated, by request index.
+  private let revalidating: [Int32: CachedResponse]
+  /// Makes the folders of destinations (its own record of the folders made and checked).
+  private let placer: FilePlacer
 
-  init(plan: Plan, state: StateFolder, redactor: Redactor) {
+  init(
+    plan: Plan, state: StateFolder, redactor: Redactor, prior: PriorState = PriorState(), requests: [Int32] = [],
+    actions: [RequestAction] = [], waits: [[Int]] = [], revalidating: [Int32: CachedResponse] = [:]
+  ) {
     self.plan = plan
     self.state = state
     self.redactor = redactor
-  }
-
-  /// Closes the caches' databases.
-  func closeCaches() {
-    caches.removeAll()
+    self.prior = prior
+    self.requests = requests
+    self.actions = actions
+    self.waits = waits
+    self.revalidating = revalidating
+    placer = FilePlacer(plan: plan)
   }
 
   /// The global cap when `--jobs` is not given: the largest session `max_concurrent`.
-  var globalLimit: Int {
+  static func globalLimit(of plan: Plan) -> Int {
     plan.manifest.sessions.map(\.network.maxConcurrent).max() ?? 16
+  }
+
+  // MARK: - TransferJobSource
+
+  var count: Int { requests.count }
+
+  func queue(of job: Int) -> TransferQueue {
+    let request = plan.requests[Int(requests[job])]
+    let network = plan.session(of: request).network
+    return TransferQueue(
+      session: Int(request.session), host: plan.hosts[Int(request.host)], sessionLimit: network.maxConcurrent,
+      hostLimit: network.maxConnectionsPerHost)
+  }
+
+  func dependencies(of job: Int) -> [Int] { waits[job] }
+
+  func makeJob(_ job: Int) -> TransferJob {
+    let index = requests[job]
+    return self.job(
+      for: plan.requests[Int(index)], action: actions[job], cached: revalidating[index], prior: prior,
+      dependencies: waits[job], placer: placer)
   }
 
   /// The engine's job for a request that needs sending: its transfer, continued from a checkpoint
@@ -141,20 +175,4 @@ final class JobBuilder {
   }
 
   private let networkPolicy = NetworkPolicy()
-
-  /// The HTTP cache of a request's session, when the request can use one: only data tasks, a GET
-  /// without a body, and no task that may become a download.
-  func cache(for request: PlannedRequest) -> HTTPCache? {
-    let tasks = plan.tasks(of: request)
-    guard request.method == "GET", tasks.allSatisfy({ $0.kind == .data && plan.becomeDownload(of: $0) == nil }) else {
-      return nil
-    }
-    if case .task(let spec) = plan.entry(of: tasks[0]), spec.body != nil || spec.bodyFile != nil { return nil }
-    let index = Int(request.session)
-    if let cache = caches[index] { return cache }
-    let session = plan.manifest.sessions[index]
-    let cache = HTTPCache(folder: state.cache(session: session.name), settings: session.cache)
-    caches[index] = cache
-    return cache
-  }
 }

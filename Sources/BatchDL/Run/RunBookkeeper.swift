@@ -28,8 +28,8 @@ final class RunBookkeeper: TransferObserver {
   private var revalidating: [Int32: CachedResponse] = [:]
   /// Makes folders and puts files in place.
   private let placer: FilePlacer
-  /// Builds the engine's jobs, and holds the HTTP caches.
-  private let builder: JobBuilder
+  /// The sessions' HTTP caches (data tasks).
+  private let caches: SessionCaches
 
   init(plan: Plan, options: RunOptions, state: StateFolder, requests: [Int32]) {
     self.plan = plan
@@ -39,7 +39,7 @@ final class RunBookkeeper: TransferObserver {
     redactor = Redactor(secrets: plan.manifest.secrets)
     recorder = StateRecorder(plan: plan, redactor: redactor)
     placer = FilePlacer(plan: plan)
-    builder = JobBuilder(plan: plan, state: state, redactor: redactor)
+    caches = SessionCaches(plan: plan, state: state)
     report = RunReport(manifest: plan.manifest.path)
     report.shard = options.shard?.description
     let taskCount = requests.reduce(0) { $0 + Int(plan.requests[Int($1)].taskCount) }
@@ -47,7 +47,7 @@ final class RunBookkeeper: TransferObserver {
   }
 
   /// The global cap when `--jobs` is not given.
-  var globalLimit: Int { builder.globalLimit }
+  var globalLimit: Int { JobBuilder.globalLimit(of: plan) }
 
   /// Opens the event log, when one is asked for.
   func openEventLog() throws(RunError) {
@@ -72,26 +72,27 @@ final class RunBookkeeper: TransferObserver {
   /// command exits without tearing the run down.
   func close() {
     recorder.close()
-    builder.closeCaches()
+    caches.close()
     placer.close()
   }
 
   /// Decides what each request needs (the HTTP cache and the last run's results may answer it
-  /// without a request: those tasks are recorded now) and returns the engine's jobs for the rest.
-  func jobs() -> [TransferJob] {
-    var actions: [Int32: RequestAction] = [:]
+  /// without a request: those tasks are recorded now) and returns the engine's jobs for the rest,
+  /// as the builder that makes each job's transfer when its turn comes (the engine's from now on).
+  func jobs() -> sending JobBuilder {
     for index in requests {
       for task in plan.tasks(of: plan.requests[Int(index)]) { pendingPerSession[Int(task.session), default: 0] += 1 }
     }
     report.requests = requests.count
     report.results.reserveCapacity(pendingPerSession.values.reduce(0, +))
 
-    var jobs: [TransferJob] = []
-    jobs.reserveCapacity(requests.count)
-    var jobOfRequest: [Int32: Int] = [:]
+    var actions: [RequestAction] = []
+    /// The job of each request (by request index), -1 for none.
+    var jobOfRequest = [Int32](repeating: -1, count: plan.requests.count)
     for index in requests {
       let request = plan.requests[Int(index)]
-      if let cache = builder.cache(for: request) {
+      let action: RequestAction
+      if let cache = caches.cache(for: request) {
         // Data tasks: the session's HTTP cache and cache.policy decide.
         switch cache.lookup(key: request.key.description, policy: plan.session(of: request).cache.policy) {
         case .useCached(let cached):
@@ -104,33 +105,30 @@ final class RunBookkeeper: TransferObserver {
           continue
         case .revalidate(let cached, _, _):
           revalidating[index] = cached
-          actions[index] = .revalidate
+          action = .revalidate
         case .fetch:
-          actions[index] = .send
+          action = .send
         }
-        jobOfRequest[index] = jobRequests.count
-        jobRequests.append(index)
-        continue
+      } else {
+        action = prior.action(for: request, in: plan, refresh: options.refresh, verify: options.verify).action
+        if action == .unchanged {
+          recordUnchanged(request)
+          continue
+        }
       }
-      let (action, _) = prior.action(for: request, in: plan, refresh: options.refresh, verify: options.verify)
-      actions[index] = action
-      if action == .unchanged {
-        recordUnchanged(request)
-        continue
-      }
-      jobOfRequest[index] = jobRequests.count
+      jobOfRequest[Int(index)] = Int32(jobRequests.count)
       jobRequests.append(index)
+      actions.append(action)
     }
-    for index in jobRequests {
-      let request = plan.requests[Int(index)]
-      // A dependency that is unchanged is already satisfied.
-      let dependencies = request.dependencies.compactMap { jobOfRequest[$0] }
-      jobs.append(
-        builder.job(
-          for: request, action: actions[index], cached: revalidating[index], prior: prior, dependencies: dependencies,
-          placer: placer))
+    // A dependency that is unchanged is already satisfied.
+    let waits = jobRequests.map { index in
+      plan.requests[Int(index)].dependencies.compactMap {
+        jobOfRequest[Int($0)] >= 0 ? Int(jobOfRequest[Int($0)]) : nil
+      }
     }
-    return jobs
+    return JobBuilder(
+      plan: plan, state: state, redactor: redactor, prior: prior, requests: jobRequests, actions: actions, waits: waits,
+      revalidating: revalidating)
   }
 
   /// Records the tasks of the jobs a signal stopped as `cancelled`, with the time they spent.
@@ -324,7 +322,7 @@ final class RunBookkeeper: TransferObserver {
       }
     case .success(let result) where result.notModified && revalidating[jobRequests[job]] != nil:
       if let cached = revalidating[jobRequests[job]] {
-        let refreshed = (try? builder.cache(for: request)?.refresh(key: key, head: result.head)) ?? nil
+        let refreshed = (try? caches.cache(for: request)?.refresh(key: key, head: result.head)) ?? nil
         serve(refreshed ?? cached, for: request, source: "not-modified", attempts: result.attempts)
       }
     case .success(let result) where result.notModified:
@@ -341,7 +339,7 @@ final class RunBookkeeper: TransferObserver {
       }
     case .success(let received):
       let result = received.withDigest()
-      if let cache = builder.cache(for: request), let body = result.body {
+      if let cache = caches.cache(for: request), let body = result.body {
         var head = result.head
         // The body is stored as received by the task: decoded, at its own length.
         head.fields.removeAll { $0.name == "content-encoding" || $0.name == "content-length" }

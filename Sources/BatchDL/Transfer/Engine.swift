@@ -21,6 +21,36 @@ public struct TransferJob: Sendable {
   }
 }
 
+/// The engine's jobs: how many there are, which queue each waits in and what it waits for, all
+/// known at the start; each job's transfer is built only when its turn comes, so that a run of
+/// 100,000 requests holds the transfers of the jobs in flight, not 100,000 of them.
+public protocol TransferJobSource: AnyObject {
+  var count: Int { get }
+  /// The session and host a job counts against, with their caps.
+  func queue(of job: Int) -> TransferQueue
+  /// Jobs that must succeed before this one starts.
+  func dependencies(of job: Int) -> [Int]
+  /// The job's transfer: asked once, on the engine's thread, when the job's turn comes (or when it
+  /// ends without one: a failed dependency, a cancelled run).
+  func makeJob(_ job: Int) -> TransferJob
+}
+
+/// The caps a job counts against: its session's `max_concurrent`, and per session and host
+/// `max_connections_per_host`.
+public struct TransferQueue: Sendable {
+  public var session: Int
+  public var host: String
+  public var sessionLimit: Int
+  public var hostLimit: Int
+
+  public init(session: Int, host: String, sessionLimit: Int, hostLimit: Int) {
+    self.session = session
+    self.host = host
+    self.sessionLimit = sessionLimit
+    self.hostLimit = hostLimit
+  }
+}
+
 /// What the network policy says when a job's turn comes.
 public enum Admission: Sendable {
   case go(interface: String?)
@@ -86,17 +116,27 @@ public struct TransferCheckpoint: Sendable {
 /// host, `hostLimit`. Jobs are admitted in the order given (the plan's order) among those whose
 /// caps allow it.
 public final class Engine {
-  private struct JobState {
+  /// A job whose turn came: its transfer (changed by retries and redirects), until it ends.
+  private final class BuiltJob {
     var spec: TransferSpec
-    var failure: TransferFailure?
-    var admission: (@Sendable () -> Admission)?
+    let failure: TransferFailure?
+    let admission: (@Sendable () -> Admission)?
+
+    init(_ job: TransferJob) {
+      spec = job.spec
+      failure = job.failure
+      admission = job.admission
+    }
+  }
+
+  private struct JobState {
+    /// Nil before the job's turn and after its end.
+    var built: BuiltJob?
     var waitingOn = 0
     var dependents: [Int] = []
     var attempts = 0
     var startedAt: UInt64?
     var finished = false
-    /// Time spent in earlier runs and in finished attempts of this one (ms).
-    var spent: Int64 = 0
     var key = 0
     /// Body bytes received from the network in this run, over all attempts.
     var transferred: Int64 = 0
@@ -105,6 +145,7 @@ public final class Engine {
   }
 
   private let multi: MultiHandle
+  private let source: TransferJobSource
   private var jobs: [JobState]
   private let globalLimit: Int
   private weak var observer: TransferObserver?
@@ -112,6 +153,8 @@ public final class Engine {
   private var keyQueues: [MinHeap<Int>] = []
   private var keyHost: [String] = []
   private var keySession: [Int] = []
+  private var keyHostLimit: [Int] = []
+  private var keySessionLimit: [Int] = []
   private var readyKeys = MinHeap<HeapEntry>()
   private var queuedHead: [Int?] = []
   private var blockedKeys: Set<Int> = []
@@ -152,26 +195,24 @@ public final class Engine {
     static func < (a: Timer, b: Timer) -> Bool { (a.due, a.job) < (b.due, b.job) }
   }
 
-  public init(jobs: [TransferJob], globalLimit: Int, observer: TransferObserver) throws(CurlSetupError) {
+  public init(jobs source: TransferJobSource, globalLimit: Int, observer: TransferObserver) throws(CurlSetupError) {
     multi = try MultiHandle()
+    self.source = source
     self.globalLimit = max(1, globalLimit)
     self.observer = observer
-    self.jobs = jobs.map {
-      JobState(spec: $0.spec, failure: $0.failure, admission: $0.admission, spent: $0.spec.spentBefore)
-    }
+    jobs = Array(repeating: JobState(), count: source.count)
     remaining = jobs.count
-    let maxHost = jobs.map(\.spec.hostLimit).max() ?? 6
-    try multi.set(CURLMOPT_MAX_HOST_CONNECTIONS, maxHost)
-    try multi.set(CURLMOPT_MAXCONNECTS, max(32, min(self.globalLimit, Limits.count) * 2))
     struct QueueName: Hashable {
       var session: Int
       var host: String
     }
     var keys: [QueueName: Int] = [:]
+    var maxHost = 0
     // Jobs of one host tend to come together: the last queue is checked before the table.
     var previous: (name: QueueName, key: Int)?
     for index in jobs.indices {
-      let name = QueueName(session: jobs[index].spec.sessionKey, host: jobs[index].spec.hostKey)
+      let queue = source.queue(of: index)
+      let name = QueueName(session: queue.session, host: queue.host)
       let key: Int
       if let previous, previous.name == name {
         key = previous.key
@@ -183,13 +224,27 @@ public final class Engine {
         keyQueues.append(MinHeap())
         keyHost.append(name.host)
         keySession.append(name.session)
+        keyHostLimit.append(queue.hostLimit)
+        keySessionLimit.append(queue.sessionLimit)
         queuedHead.append(nil)
+        maxHost = max(maxHost, queue.hostLimit)
       }
-      self.jobs[index].key = key
-      self.jobs[index].waitingOn = jobs[index].dependencies.count
-      for dependency in jobs[index].dependencies { self.jobs[dependency].dependents.append(index) }
+      jobs[index].key = key
+      let dependencies = source.dependencies(of: index)
+      jobs[index].waitingOn = dependencies.count
+      for dependency in dependencies { jobs[dependency].dependents.append(index) }
       previous = (name, key)
     }
+    try multi.set(CURLMOPT_MAX_HOST_CONNECTIONS, maxHost > 0 ? maxHost : 6)
+    try multi.set(CURLMOPT_MAXCONNECTS, max(32, min(self.globalLimit, Limits.count) * 2))
+  }
+
+  /// A job's transfer, built when first needed.
+  private func built(_ job: Int) -> BuiltJob {
+    if let built = jobs[job].built { return built }
+    let built = BuiltJob(source.makeJob(job))
+    jobs[job].built = built
+    return built
   }
 
   /// Stops admitting work and aborts transfers in flight at the next turn of the loop.
@@ -258,10 +313,9 @@ public final class Engine {
   }
 
   private func isBlocked(_ key: Int) -> Bool {
-    guard let job = keyQueues[key].peek else { return false }
-    let spec = jobs[job].spec
-    return hostActive[keyHost[key], default: 0] >= spec.hostLimit
-      || sessionActive[keySession[key], default: 0] >= spec.sessionLimit
+    guard keyQueues[key].peek != nil else { return false }
+    return hostActive[keyHost[key], default: 0] >= keyHostLimit[key]
+      || sessionActive[keySession[key], default: 0] >= keySessionLimit[key]
   }
 
   private func admit(now: UInt64) {
@@ -293,17 +347,18 @@ public final class Engine {
   }
 
   private func start(_ job: Int, now: UInt64) {
-    if let failure = jobs[job].failure {
+    let built = built(job)
+    if let failure = built.failure {
       complete(job, .failure(failure))
       return
     }
-    if let admission = jobs[job].admission {
+    if let admission = built.admission {
       switch admission() {
       case .go(let interface):
-        jobs[job].spec.interface = interface
+        built.spec.interface = interface
       case .wait(let reason):
         if jobs[job].startedAt == nil { jobs[job].startedAt = now }
-        let limit = jobs[job].spec.resourceTimeout?.milliseconds ?? 600_000
+        let limit = built.spec.resourceTimeout?.milliseconds ?? 600_000
         guard spent(job, now: now) < limit else {
           complete(job, .failure(TransferFailure(code: .policy, message: reason + "; stopped waiting")))
           return
@@ -317,10 +372,10 @@ public final class Engine {
     }
     if jobs[job].startedAt == nil { jobs[job].startedAt = now }
     var budget: Interval?
-    if let resource = jobs[job].spec.resourceTimeout {
+    if let resource = built.spec.resourceTimeout {
       let left = resource.milliseconds - spent(job, now: now)
       guard left > 0 else {
-        complete(job, .failure(Self.resourceTimeout(jobs[job])))
+        complete(job, .failure(Self.resourceTimeout(built.spec, attempts: jobs[job].attempts)))
         return
       }
       budget = Interval(milliseconds: left)
@@ -328,10 +383,10 @@ public final class Engine {
     jobs[job].attempts += 1
     let transfer: Transfer
     do {
-      let spare = spareHandles[jobs[job].spec.sessionKey]?.popLast()
-      transfer = try Transfer(job: job, spec: jobs[job].spec, timeout: budget, easy: spare)
-      if let jar = jobs[job].spec.cookieJar {
-        let key = jobs[job].spec.sessionKey
+      let spare = spareHandles[built.spec.sessionKey]?.popLast()
+      transfer = try Transfer(job: job, spec: built.spec, timeout: budget, easy: spare)
+      if let jar = built.spec.cookieJar {
+        let key = built.spec.sessionKey
         let jarHandle = cookies[key] ?? SessionCookies(jar: jar.isEmpty ? nil : jar)
         cookies[key] = jarHandle
         try jarHandle.attach(transfer.easy)
@@ -346,8 +401,8 @@ public final class Engine {
       complete(job, .failure(TransferFailure(code: .internal, message: "\(error)", attempts: jobs[job].attempts)))
       return
     }
-    if let rate = jobs[job].spec.rateLimit {
-      let key = jobs[job].spec.sessionKey
+    if let rate = built.spec.rateLimit {
+      let key = built.spec.sessionKey
       let bucket = buckets[key] ?? RateBucket(bytesPerSecond: rate)
       buckets[key] = bucket
       transfer.bucket = bucket
@@ -355,8 +410,8 @@ public final class Engine {
     transfer.lastMoved = 0
     transfer.lastMoveTime = now
     active[transfer.easy.raw] = transfer
-    hostActive[jobs[job].spec.hostKey, default: 0] += 1
-    sessionActive[jobs[job].spec.sessionKey, default: 0] += 1
+    hostActive[built.spec.hostKey, default: 0] += 1
+    sessionActive[built.spec.sessionKey, default: 0] += 1
   }
 
   /// Refills the sessions' rate budgets and continues the transfers that waited for them; returns
@@ -378,14 +433,15 @@ public final class Engine {
   /// Whether a job keeps waiting for the network after `failure` (`waits_for_connectivity`): only
   /// for connect and DNS failures, within the resource budget, or ten minutes without one.
   private func waitsForConnectivity(_ job: Int, _ failure: TransferFailure) -> Bool {
-    guard jobs[job].spec.waitsForConnectivity, failure.code == .connect || failure.code == .dns else { return false }
-    let limit = jobs[job].spec.resourceTimeout?.milliseconds ?? 600_000
+    let spec = built(job).spec
+    guard spec.waitsForConnectivity, failure.code == .connect || failure.code == .dns else { return false }
+    let limit = spec.resourceTimeout?.milliseconds ?? 600_000
     return spent(job, now: Self.now()) < limit
   }
 
   /// Time charged to a job against `timeouts.resource`: earlier runs plus this one so far.
   private func spent(_ job: Int, now: UInt64) -> Int64 {
-    jobs[job].spec.spentBefore + Int64(now &- (jobs[job].startedAt ?? now))
+    built(job).spec.spentBefore + Int64(now &- (jobs[job].startedAt ?? now))
   }
 
   /// Milliseconds a job has spent, across runs (for the store).
@@ -396,12 +452,11 @@ public final class Engine {
   /// Attempts a job has made in this run.
   public func attempts(_ job: Int) -> Int { jobs[job].attempts }
 
-  private static func resourceTimeout(_ state: JobState) -> TransferFailure {
+  private static func resourceTimeout(_ spec: TransferSpec, attempts: Int) -> TransferFailure {
     TransferFailure(
       code: .timeout,
-      message:
-        "timeouts.resource (\(state.spec.resourceTimeout?.description ?? "")) spent before the task could finish",
-      attempts: state.attempts)
+      message: "timeouts.resource (\(spec.resourceTimeout?.description ?? "")) spent before the task could finish",
+      attempts: attempts)
   }
 
   /// Fails the attempts that moved no byte for their `timeouts.request` (checked ten times a
@@ -433,8 +488,9 @@ public final class Engine {
     let job = transfer.job
     lastSync[job] = nil
     firstSeen[job] = nil
-    hostActive[jobs[job].spec.hostKey, default: 1] -= 1
-    sessionActive[jobs[job].spec.sessionKey, default: 1] -= 1
+    let built = built(job)
+    hostActive[built.spec.hostKey, default: 1] -= 1
+    sessionActive[built.spec.sessionKey, default: 1] -= 1
     unblock()
     if code == CURLE_OK, !cancelled.isSet, let location = transfer.redirect {
       follow(job, to: location, status: transfer.head.status)
@@ -449,21 +505,21 @@ public final class Engine {
     }
     if case .failure(let failure) = outcome, failure.code == .resumeRestart, !cancelled.isSet {
       // The server cannot continue this partial file: start over at once, without an attempt charged.
-      jobs[job].spec.resume = nil
+      built.spec.resume = nil
       jobs[job].attempts -= 1
       enqueue(job)
       return
     }
     if case .failure(let failure) = outcome, FailureClassifier.isRetryable(failure), !cancelled.isSet,
-      jobs[job].attempts < jobs[job].spec.retry.attempts || waitsForConnectivity(job, failure)
+      jobs[job].attempts < built.spec.retry.attempts || waitsForConnectivity(job, failure)
     {
       // Continue from what this attempt wrote when the response allows it; else start over.
-      jobs[job].spec.resume = transfer.resumePoint
-      jobs[job].spec.conditional = nil
+      built.spec.resume = transfer.resumePoint
+      built.spec.conditional = nil
       let retryAfter = Int64(transfer.easy.info(offset: CURLINFO_RETRY_AFTER))
       let delay = backoff(job: job, retryAfterSeconds: retryAfter)
       let now = Self.now()
-      if let resource = jobs[job].spec.resourceTimeout,
+      if let resource = built.spec.resourceTimeout,
         spent(job, now: now) + delay.milliseconds >= resource.milliseconds
       {
         var failure = failure
@@ -497,9 +553,10 @@ public final class Engine {
             code: .tooManyRedirects, message: "more than 10 redirects", attempts: jobs[job].attempts + 1)))
       return
     }
-    switch jobs[job].spec.following(location, status: status) {
+    let built = built(job)
+    switch built.spec.following(location, status: status) {
     case .success(let next):
-      jobs[job].spec = next
+      built.spec = next
       start(job, now: Self.now())
     case .failure(var failure):
       failure.attempts = jobs[job].attempts + 1
@@ -516,7 +573,7 @@ public final class Engine {
 
   /// Exponential backoff with equal jitter, at least the server's `Retry-After` (capped at an hour).
   private func backoff(job: Int, retryAfterSeconds: Int64) -> Interval {
-    let policy = jobs[job].spec.retry
+    let policy = built(job).spec.retry
     let exponent = max(0, min(jobs[job].attempts - 1, 30))
     // Doubling stops at the cap rather than wrapping around (a long backoff doubled 30 times).
     let doubled =
@@ -532,6 +589,7 @@ public final class Engine {
     jobs[job].finished = true
     remaining -= 1
     observer?.transferCompleted(job, outcome: outcome, spent: spent(job, now: Self.now()))
+    jobs[job].built = nil
     if case .success = outcome, !jobs[job].dependents.isEmpty { observer?.settle() }
     for dependent in jobs[job].dependents where !jobs[dependent].finished {
       switch outcome {
