@@ -164,6 +164,14 @@ public struct FileResource: Sendable {
   public var stallInBody: (bytes: Int, seconds: TimeInterval)?
   /// How the file breaks the rules of ranges, if it does.
   public var rangeFault: RangeFault?
+  /// The most body bytes per second each response sends (like nginx's `limit_rate`): a response is
+  /// written in pieces of `rateLimit / 20` bytes (at most 64 KiB), each one when the response's
+  /// bytes so far are due, so B bytes take at least (B − piece) / `rateLimit` seconds. Every
+  /// connection gets the whole rate: N ranged requests at once are N times as fast as one.
+  public var rateLimit: Int?
+  /// Byte ranges of the representation sent wrong (each byte inverted) while length, `ETag` and
+  /// headers stay the same: a mirror that lies.
+  public var corruptions: [Corruption]
 
   /// Makes a file; `dropTimes` and `stallTimes` default to every request.
   public init(
@@ -171,7 +179,8 @@ public struct FileResource: Sendable {
     lastModified: Date? = nil, ignoreRange: Bool = false, dropAfter: Int? = nil, dropTimes: Int = .max,
     stallAfterHeaders: TimeInterval? = nil, stallTimes: Int = .max, trickle: Trickle? = nil,
     contentEncoding: String? = nil, chunked: Bool = false, extraHeaders: [String: String] = [:],
-    stallInBody: (bytes: Int, seconds: TimeInterval)? = nil, rangeFault: RangeFault? = nil
+    stallInBody: (bytes: Int, seconds: TimeInterval)? = nil, rangeFault: RangeFault? = nil,
+    rateLimit: Int? = nil, corruptions: [Corruption] = []
   ) {
     self.body = body
     self.contentType = contentType
@@ -188,11 +197,61 @@ public struct FileResource: Sendable {
     self.extraHeaders = extraHeaders
     self.stallInBody = stallInBody
     self.rangeFault = rangeFault
+    self.rateLimit = rateLimit.map { max(1, $0) }
+    self.corruptions = corruptions
   }
 
   /// Makes a text file (`text/plain; charset=utf-8` unless told otherwise).
   public init(text: String, contentType: String = "text/plain; charset=utf-8", etag: ETag? = nil) {
     self.init(body: Array(text.utf8), contentType: contentType, etag: etag)
+  }
+}
+
+extension FileResource {
+  /// Version `number` of a file of `length` bytes: deterministic pseudo-random bytes and the strong
+  /// `ETag` `"vNUMBER-LENGTH"`, both different for every number and the length the same. Two servers
+  /// that route one path to two versions are two mirrors serving two versions of one file.
+  public static func version(
+    _ number: Int, length: Int, lastModified: Date? = nil, rateLimit: Int? = nil
+  ) -> FileResource {
+    FileResource(
+      body: versionBytes(number, length: length), etag: .strong("v\(number)-\(length)"),
+      lastModified: lastModified, rateLimit: rateLimit)
+  }
+
+  /// The bytes of `version(number, length:)`.
+  public static func versionBytes(_ number: Int, length: Int) -> [UInt8] {
+    TestData.pseudoRandomBytes(count: length, seed: 0x7665_7273_696f_6e00 &+ UInt64(truncatingIfNeeded: number))
+  }
+}
+
+/// Bytes `bytes` (offsets in the representation, inclusive) of a file sent inverted, on the
+/// requests chosen: every response whose body overlaps them (the default), only the route's
+/// `onRequest`-th request (counting every request to the path since `route` set it, from 1), and
+/// at most `times` responses in all. Headers, length and `ETag` stay as they are.
+public struct Corruption: Sendable, Equatable {
+  /// The offsets to invert, e.g. `1000...1999`.
+  public var bytes: ClosedRange<Int>
+  /// Only the route's request with this number (1 for the first), or nil for any.
+  public var onRequest: Int?
+  /// How many responses at most carry the corruption.
+  public var times: Int
+
+  /// Makes a corruption; by default every response that sends any of `bytes` carries it.
+  public init(bytes: ClosedRange<Int>, onRequest: Int? = nil, times: Int = .max) {
+    self.bytes = bytes
+    self.onRequest = onRequest
+    self.times = times
+  }
+
+  /// `body` with the offsets of `bytes` that it has inverted.
+  func apply(to body: [UInt8]) -> [UInt8] {
+    var out = body
+    let lower = max(bytes.lowerBound, 0)
+    let upper = min(bytes.upperBound, out.count - 1)
+    guard lower <= upper else { return out }
+    for index in lower...upper { out[index] = ~out[index] }
+    return out
   }
 }
 
@@ -211,6 +270,9 @@ public enum RangeFault: Sendable, Equatable {
   case wrongTotal(total: Int)
   /// Answer a `Range` with `206` whose `Content-Length` is `length` (the body is cut or padded).
   case lyingLength(length: Int)
+  /// Send `Accept-Ranges: bytes`, but answer every GET, `Range` or not, with `200` and the whole
+  /// body (unlike `ignoreRange`, which does not claim ranges).
+  case wholeBody
 }
 
 /// What a route answers.
@@ -246,5 +308,11 @@ public enum Behavior: Sendable {
   /// The same response to every request.
   public static func fixed(_ response: Response) -> Behavior {
     .sequence([response])
+  }
+
+  /// Every request answered with `status` (e.g. 503, 404, 410) and a short text body, whatever its
+  /// method or `Range`.
+  public static func status(_ status: Int, headers: [String: String] = [:]) -> Behavior {
+    .sequence([.text(status, "status \(status)\n", headers: headers)])
   }
 }

@@ -33,22 +33,22 @@ final class Connection: @unchecked Sendable {
       case .bad(let status, let message):
         var out = Outgoing(Response.text(status, message + "\n"), method: "GET")
         out.close = true
-        _ = send(out) {}
+        _ = send(out, ticket: nil) {}
         finish()
         return
       case .request(let request):
         parsed = request
       }
-      var out = core.begin(parsed.request)
+      var (out, ticket) = core.begin(parsed.request)
       if parsed.wantsClose { out.close = true }
       // The request counts as answered just before its last bytes go out: a client that has the
       // whole response never finds it still active (the counters tests read would race).
       var ended = false
-      let keepOpen = send(out) {
+      let keepOpen = send(out, ticket: ticket) {
         ended = true
-        core.end()
+        core.end(ticket)
       }
-      if !ended { core.end() }
+      if !ended { core.end(ticket) }
       guard keepOpen else {
         if out.dropAfter == nil { finish() }
         return
@@ -249,8 +249,9 @@ final class Connection: @unchecked Sendable {
   }
 
   /// Sends `out` with its faults; false when the connection must end.
-  /// `ending` runs once, right before the response's last write.
-  private func send(_ out: Outgoing, ending: () -> Void) -> Bool {
+  /// `ending` runs once, right before the response's last write. Body bytes count as sent for
+  /// `ticket` right before they are written (and are taken back when the write fails).
+  private func send(_ out: Outgoing, ticket: ServerCore.Ticket?, ending: () -> Void) -> Bool {
     var head = "HTTP/1.1 \(out.status) \(Formatting.reason(out.status))\r\n"
     head += "Server: batchdl-testserver\r\n"
     for (name, value) in out.headers { head += "\(name): \(value)\r\n" }
@@ -270,11 +271,18 @@ final class Connection: @unchecked Sendable {
     guard write(Array(head.utf8)) else { return false }
     if let stall = out.stall, !core.pause(seconds: stall) { return false }
 
-    let piece = out.trickle?.chunkBytes ?? 64 * 1024
+    var piece = out.trickle?.chunkBytes ?? 64 * 1024
+    if let rate = out.rateLimit { piece = max(1, min(piece, rate / 20)) }
+    let paced = Date()
     var offset = 0
     var stalled = false
     while offset < limit {
       if offset > 0, let trickle = out.trickle, !core.pause(seconds: trickle.interval) { return false }
+      // The bytes so far are due at offset / rate seconds after the first.
+      if offset > 0, let rate = out.rateLimit {
+        let wait = paced.addingTimeInterval(Double(offset) / Double(rate)).timeIntervalSinceNow
+        if wait > 0, !core.pause(seconds: wait) { return false }
+      }
       var end = min(offset + piece, limit)
       if let stall = out.stallInBody, !stalled {
         if offset >= stall.bytes {
@@ -288,7 +296,11 @@ final class Connection: @unchecked Sendable {
       let framed =
         out.chunked ? Array((String(end - offset, radix: 16) + "\r\n").utf8) + slice + [13, 10] : Array(slice)
       if end == limit && !out.chunked && out.dropAfter == nil { ending() }
-      guard write(framed) else { return false }
+      if let ticket { core.sent(ticket.number, bytes: end - offset) }
+      guard write(framed) else {
+        if let ticket { core.sent(ticket.number, bytes: offset - end) }
+        return false
+      }
       offset = end
     }
     if out.dropAfter != nil {

@@ -16,6 +16,8 @@ struct Outgoing {
   /// After this many body bytes, wait this long.
   var stallInBody: (bytes: Int, seconds: TimeInterval)?
   var trickle: Trickle?
+  /// The most body bytes per second.
+  var rateLimit: Int?
   /// Close the connection after this response.
   var close = false
 
@@ -135,10 +137,15 @@ enum Responder {
     if case .partial(let lower, let upper, let withLabel) = fault {
       return partial(lower, upper, label: withLabel ? "bytes \(lower)-\(upper)/\(total)" : nil)
     }
+    if case .wholeBody = fault {
+      var out = Outgoing(status: 200, headers: headers, body: file.body[...])
+      out.sendBody = request.method != "HEAD"
+      return out
+    }
     guard let header = request.header("range"), case .range(let lower, let upper) = parseRange(header, total: total)
     else { return nil }
     switch fault {
-    case .partial:
+    case .partial, .wholeBody:
       return nil
     case .shortRange(let end):
       // A range that starts past the cut is answered honestly.

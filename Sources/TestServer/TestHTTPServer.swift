@@ -71,9 +71,29 @@ public final class TestHTTPServer: @unchecked Sendable {
     core.withLock { core.log.filter { $0.path == path } }
   }
 
-  /// Empties the request log.
+  /// Empties the request log and the exchange log.
   public func clearLog() {
-    core.withLock { core.log.removeAll() }
+    core.withLock {
+      core.log.removeAll()
+      core.exchangesDropped += core.exchanges.count
+      core.exchanges.removeAll()
+    }
+  }
+
+  /// Every answer so far, in the order the requests arrived: method, path, `Range`, `If-Range`,
+  /// status and body bytes sent.
+  public var exchanges: [Exchange] {
+    core.withLock { core.exchanges }
+  }
+
+  /// The answers for `path` (without query), in the order the requests arrived.
+  public func exchanges(for path: String) -> [Exchange] {
+    core.withLock { core.exchanges.filter { $0.path == path } }
+  }
+
+  /// The counters of the requests for `path` (without query) since the start or `resetStats()`.
+  public func stats(for path: String) -> PathStats {
+    core.withLock { core.pathCounters[path]?.stats ?? PathStats() }
   }
 
   /// How many TCP connections are open now.
@@ -101,12 +121,14 @@ public final class TestHTTPServer: @unchecked Sendable {
     core.withLock { core.maxActive }
   }
 
-  /// Starts the connection counters afresh (peaks start from what is open and active now).
+  /// Starts the connection counters and every path's `stats(for:)` afresh (peaks start from what
+  /// is open and active now).
   public func resetStats() {
     core.withLock {
       core.maxOpen = core.connections.count
       core.total = 0
       core.maxActive = core.active
+      for counters in core.pathCounters.values { counters.reset() }
     }
   }
 }
@@ -117,9 +139,12 @@ final class RouteEntry {
   var served = 0
   var drops = 0
   var stalls = 0
+  /// How many answers each of the file's corruptions changed.
+  var corrupted: [Int] = []
 
   init(_ behavior: Behavior) {
     self.behavior = behavior
+    if case .file(let file) = behavior { corrupted = file.corruptions.map { _ in 0 } }
   }
 }
 
@@ -142,6 +167,10 @@ final class ServerCore: @unchecked Sendable {
   var total = 0
   var active = 0
   var maxActive = 0
+  var exchanges: [Exchange] = []
+  /// How many exchanges `clearLog` removed: exchange number N is at `exchanges[N - exchangesDropped]`.
+  var exchangesDropped = 0
+  var pathCounters: [String: PathCounters] = [:]
 
   init(port requested: UInt16, ioTimeout: TimeInterval) throws {
     self.ioTimeout = ioTimeout
@@ -286,8 +315,50 @@ final class ServerCore: @unchecked Sendable {
     }
   }
 
-  /// Records `request`, marks it active, and works out its answer.
-  func begin(_ request: RecordedRequest) -> Outgoing {
+  /// Which exchange a connection is answering, for `sent` and `end`.
+  struct Ticket {
+    var number: Int
+    var path: String
+    var ranged: Bool
+  }
+
+  /// Records `request` and its answer, marks it active, and works out the answer.
+  func begin(_ request: RecordedRequest) -> (Outgoing, Ticket) {
+    let (out, corrupted) = answer(request)
+    let ranged = request.header("range") != nil
+    let number = withLock {
+      let counters = pathCounters[request.path] ?? PathCounters()
+      pathCounters[request.path] = counters
+      counters.active += 1
+      if ranged { counters.activeRanges += 1 }
+      counters.connectionIDs.insert(request.connectionID)
+      counters.stats.requests += 1
+      if ranged { counters.stats.rangeRequests += 1 }
+      counters.stats.connections = counters.connectionIDs.count
+      counters.stats.maxConcurrent = max(counters.stats.maxConcurrent, counters.active)
+      counters.stats.maxConcurrentRanges = max(counters.stats.maxConcurrentRanges, counters.activeRanges)
+      exchanges.append(
+        Exchange(
+          method: request.method, path: request.path, range: request.header("range"),
+          ifRange: request.header("if-range"), status: out.status, bodyBytes: out.sendBody ? out.body.count : 0,
+          bytesSent: 0, corrupted: corrupted, connectionID: request.connectionID))
+      return exchangesDropped + exchanges.count - 1
+    }
+    return (out, Ticket(number: number, path: request.path, ranged: ranged))
+  }
+
+  /// Counts `bytes` (negative to take back) as sent for exchange `number`.
+  func sent(_ number: Int, bytes: Int) {
+    withLock {
+      let index = number - exchangesDropped
+      guard index >= 0, index < exchanges.count else { return }
+      exchanges[index].bytesSent += bytes
+      pathCounters[exchanges[index].path]?.stats.bytesSent += bytes
+    }
+  }
+
+  /// Works out the answer to `request`, and whether a corruption changed it.
+  private func answer(_ request: RecordedRequest) -> (Outgoing, Bool) {
     let (route, served): (RouteEntry?, Int) = withLock {
       log.append(request)
       active += 1
@@ -296,11 +367,13 @@ final class ServerCore: @unchecked Sendable {
       entry.served += 1
       return (entry, entry.served)
     }
-    guard let entry = route else { return Outgoing(Responder.notFound(request), method: request.method) }
+    guard let entry = route else { return (Outgoing(Responder.notFound(request), method: request.method), false) }
     switch entry.behavior {
-    case .file(let file):
+    case .file(let original):
+      var file = original
       var out = Responder.file(file, request)
-      guard out.sendBody, out.status == 200 || out.status == 206 else { return out }
+      guard out.sendBody, out.status == 200 || out.status == 206 else { return (out, false) }
+      let corrupted = corrupt(&file, &out, entry: entry, served: served, request)
       withLock {
         if let stall = file.stallAfterHeaders, entry.stalls < file.stallTimes {
           entry.stalls += 1
@@ -313,27 +386,64 @@ final class ServerCore: @unchecked Sendable {
       }
       out.trickle = file.trickle
       out.stallInBody = file.stallInBody
-      return out
+      out.rateLimit = file.rateLimit
+      return (out, corrupted)
     case .sequence(let responses):
       let index = served - 1
       guard let last = responses.last else {
-        return Outgoing(Response.text(500, "empty sequence\n"), method: request.method)
+        return (Outgoing(Response.text(500, "empty sequence\n"), method: request.method), false)
       }
       let response = index < responses.count ? responses[index] : last
-      return Outgoing(response, method: request.method)
+      return (Outgoing(response, method: request.method), false)
     case .redirect(let status, let location):
-      return Outgoing(Responder.redirect(status: status, location: location), method: request.method)
+      return (Outgoing(Responder.redirect(status: status, location: location), method: request.method), false)
     case .uploadSink:
-      return Outgoing(Responder.uploadReceipt(request), method: request.method)
+      return (Outgoing(Responder.uploadReceipt(request), method: request.method), false)
     case .echoHeaders:
-      return Outgoing(Responder.echoHeaders(request), method: request.method)
+      return (Outgoing(Responder.echoHeaders(request), method: request.method), false)
     case .handler(let handler):
-      return Outgoing(handler(request), method: request.method)
+      return (Outgoing(handler(request), method: request.method), false)
     }
   }
 
-  /// Marks a request as answered.
-  func end() {
-    withLock { active -= 1 }
+  /// Applies the file's corruptions that are due for this answer (the route's `served`-th request)
+  /// and whose bytes it sends, to `file` and `out`; true when any did.
+  private func corrupt(
+    _ file: inout FileResource, _ out: inout Outgoing, entry: RouteEntry, served: Int, _ request: RecordedRequest
+  ) -> Bool {
+    let due = withLock {
+      file.corruptions.indices.filter { index in
+        let corruption = file.corruptions[index]
+        return (corruption.onRequest == nil || corruption.onRequest == served)
+          && entry.corrupted[index] < corruption.times
+      }
+    }
+    // A corruption counts only for answers that send some of its bytes.
+    let overlapping = due.filter { index in
+      var changed = file
+      changed.body = file.corruptions[index].apply(to: file.body)
+      return Responder.file(changed, request).body != out.body
+    }
+    let applied = withLock {
+      overlapping.filter { index in
+        guard entry.corrupted[index] < file.corruptions[index].times else { return false }
+        entry.corrupted[index] += 1
+        return true
+      }
+    }
+    guard !applied.isEmpty else { return false }
+    for index in applied { file.body = file.corruptions[index].apply(to: file.body) }
+    out = Responder.file(file, request)
+    return true
+  }
+
+  /// Marks the request of `ticket` as answered.
+  func end(_ ticket: Ticket) {
+    withLock {
+      active -= 1
+      guard let counters = pathCounters[ticket.path] else { return }
+      counters.active -= 1
+      if ticket.ranged { counters.activeRanges -= 1 }
+    }
   }
 }
