@@ -42,8 +42,17 @@ public enum JSON: Equatable, Sendable {
   }
 
   /// Appends `value` as a JSON string literal.
+  /// Whether `value` has a byte that JSON escapes; scanned on its contiguous UTF-8 (the view's
+  /// iterator costs several times as much, and reports quote every id, URL and path).
+  private static func needsEscaping(_ value: String) -> Bool {
+    value.utf8.withContiguousStorageIfAvailable { bytes in
+      for byte in bytes where byte < 0x20 || byte == 0x22 || byte == 0x5C { return true }
+      return false
+    } ?? value.utf8.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }
+  }
+
   public static func quote(_ value: String, into out: inout String) {
-    if !value.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
+    if !needsEscaping(value) {
       out += "\""
       out += value
       out += "\""
