@@ -89,8 +89,13 @@ public enum FileAccess {
 
   /// `relative` resolved against `base`, unless it is absolute; "." bases are dropped.
   public static func resolve(_ relative: String, against base: String) -> String {
-    if relative.hasPrefix("/") || base == "." || base.isEmpty { return relative }
-    return base.hasSuffix("/") ? base + relative : base + "/" + relative
+    // On the bytes, and into one allocation: every task's destination passes here.
+    if relative.utf8.first == UInt8(ascii: "/") || base.isEmpty || base == "." { return relative }
+    var path = base
+    path.reserveCapacity(base.utf8.count + 1 + relative.utf8.count)
+    if base.utf8.last != UInt8(ascii: "/") { path += "/" }
+    path += relative
+    return path
   }
 }
 
