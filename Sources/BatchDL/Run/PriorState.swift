@@ -26,6 +26,8 @@ public struct PriorState: Sendable {
   public var results = StoredResults()
   public var checkpoints: [String: Checkpoint] = [:]
   public var budgets: [String: (spent: Int64, attempts: Int)] = [:]
+  /// Looks files up folder by folder (the destinations of a plan come in folder order).
+  private let files = FolderStatus()
 
   public init() {}
 
@@ -71,7 +73,7 @@ public struct PriorState: Sendable {
         continue
       }
       if let destination = plan.absoluteDestination(of: task) {
-        guard let info = FileAccess.status(destination) else {
+        guard let info = files.status(destination) else {
           reason = reason ?? "the file is missing"
           continue
         }
@@ -106,7 +108,7 @@ public struct PriorState: Sendable {
   public func resumePoint(for request: PlannedRequest, in plan: Plan) -> Checkpoint? {
     guard let point = checkpoints[request.key.description], point.durable > 0, point.validator != nil,
       let expected = plan.partialPath(of: request), point.partial == expected,
-      let info = FileAccess.status(point.partial), info.size >= point.durable
+      let info = files.status(point.partial), info.size >= point.durable
     else { return nil }
     return point
   }

@@ -69,7 +69,7 @@ public enum FileAccess {
     return status(of: info)
   }
 
-  private static func status(of info: stat) -> (size: Int64, modified: Int64)? {
+  static func status(of info: stat) -> (size: Int64, modified: Int64)? {
     guard (info.st_mode & S_IFMT) == S_IFREG else { return nil }
     return (Int64(info.st_size), Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
   }
