@@ -84,12 +84,26 @@ public struct TaskResult: Sendable {
   public var seconds: Double?
   /// Body bytes received from the network in this run (not those a resume kept); for the summary.
   public var transferred: Int64 = 0
+  /// The plan's task, in a run: what its id, session, kind, URL and destination were made from.
+  var task: PlannedTask?
 
   public init(
     id: String, session: String, kind: TaskKind, url: String, to: String?, outcome: TaskOutcome, status: Int? = nil,
     size: Int64? = nil, sha256: String? = nil, resumedFrom: Int64 = 0, attempts: Int = 0, source: String? = nil,
     error: (code: String, message: String)? = nil, seconds: Double? = nil
   ) {
+    self.init(
+      id: id, session: session, kind: kind, url: url, to: to, outcome: outcome, status: status, size: size,
+      sha256: sha256, resumedFrom: resumedFrom, attempts: attempts, source: source, error: error, seconds: seconds,
+      task: nil)
+  }
+
+  init(
+    id: String, session: String, kind: TaskKind, url: String, to: String?, outcome: TaskOutcome, status: Int? = nil,
+    size: Int64? = nil, sha256: String? = nil, resumedFrom: Int64 = 0, attempts: Int = 0, source: String? = nil,
+    error: (code: String, message: String)? = nil, seconds: Double? = nil, task: PlannedTask?
+  ) {
+    self.task = task
     self.id = id
     self.session = session
     self.kind = kind

@@ -26,62 +26,102 @@ public struct RunReport: Sendable {
 
   /// The JSON report (format `batchdl-report/1`), pretty-printed one task per line.
   public func json(timings: Bool) -> String {
+    var out = ""
+    writeJSON(tasks: sortedResults, summary: summary, timings: timings, to: &out)
+    return out
+  }
+
+  /// The JSON report with `tasks` (sorted by id) in place of `results`, written task by task: a
+  /// run keeps its results compact and makes each one whole only here.
+  func writeJSON(
+    tasks: some Sequence<TaskResult>, summary: RunSummary, timings: Bool, to out: inout some TextOutputStream
+  ) {
     var head: [String: JSON] = [
       "format": .string("batchdl-report/1"), "manifest": .string(manifest), "summary": summary.json,
     ]
     if timings, let seconds { head["seconds"] = .string(TextFormat.fixed(seconds, decimals: 3)) }
     if let shard { head["shard"] = .string(shard) }
     // Keys sorted: format, manifest, [seconds,] summary, tasks.
-    var out = "{\n"
+    var text = "{\n"
     for key in head.keys.sorted() {
-      out += "  "
-      JSON.quote(key, into: &out)
-      out += ": "
-      head[key]?.write(to: &out)
-      out += ",\n"
+      text += "  "
+      JSON.quote(key, into: &text)
+      text += ": "
+      head[key]?.write(to: &text)
+      text += ",\n"
     }
-    out += "  \"tasks\": ["
-    let tasks = sortedResults
-    for (index, result) in tasks.enumerated() {
-      out += index == 0 ? "\n    " : ",\n    "
-      JSON.object(result.json(timings: timings)).write(to: &out)
+    text += "  \"tasks\": ["
+    var first = true
+    for result in tasks {
+      text += first ? "\n    " : ",\n    "
+      first = false
+      JSON.object(result.json(timings: timings)).write(to: &text)
+      if text.utf8.count >= 1 << 16 {
+        out.write(text)
+        text.removeAll(keepingCapacity: true)
+      }
     }
-    out += tasks.isEmpty ? "]\n}\n" : "\n  ]\n}\n"
-    return out
+    text += first ? "]\n}\n" : "\n  ]\n}\n"
+    out.write(text)
   }
 
   /// JUnit XML: one test suite per session, one test case per task; failed tasks are failures,
   /// deferred ones skipped.
   public func junit(timings: Bool) -> String {
-    let bySession = Dictionary(grouping: sortedResults, by: \.session)
-    var out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-    let failures = results.count { $0.outcome == .failed }
-    out += "<testsuites name=\"\(Self.escape(manifest))\" tests=\"\(results.count)\" failures=\"\(failures)\">\n"
-    for session in bySession.keys.sorted() {
-      let cases = bySession[session] ?? []
-      let failed = cases.count { $0.outcome == .failed }
-      let skipped = cases.count { $0.outcome == .deferred || $0.outcome == .cancelled }
-      out +=
-        "  <testsuite name=\"\(Self.escape(session))\" tests=\"\(cases.count)\" failures=\"\(failed)\" skipped=\"\(skipped)\">\n"
-      for result in cases {
+    let sorted = sortedResults
+    var out = ""
+    writeJUnit(
+      tasks: { session in sorted.filter { session == nil || $0.session == session } }, timings: timings, to: &out)
+    return out
+  }
+
+  /// JUnit XML of the tasks `tasks(nil)` gives (sorted by id); `tasks(name)` gives one session's.
+  func writeJUnit<Tasks: Sequence<TaskResult>>(
+    tasks: (String?) -> Tasks, timings: Bool, to out: inout some TextOutputStream
+  ) {
+    var counts: [String: (tests: Int, failed: Int, skipped: Int)] = [:]
+    var total = 0
+    var failures = 0
+    for result in tasks(nil) {
+      total += 1
+      var count = counts[result.session] ?? (0, 0, 0)
+      count.tests += 1
+      if result.outcome == .failed {
+        count.failed += 1
+        failures += 1
+      }
+      if result.outcome == .deferred || result.outcome == .cancelled { count.skipped += 1 }
+      counts[result.session] = count
+    }
+    var text = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    text += "<testsuites name=\"\(Self.escape(manifest))\" tests=\"\(total)\" failures=\"\(failures)\">\n"
+    for session in counts.keys.sorted() {
+      let count = counts[session] ?? (0, 0, 0)
+      text +=
+        "  <testsuite name=\"\(Self.escape(session))\" tests=\"\(count.tests)\" failures=\"\(count.failed)\" skipped=\"\(count.skipped)\">\n"
+      for result in tasks(session) {
         let time = timings ? result.seconds.map { " time=\"\(TextFormat.fixed($0, decimals: 3))\"" } ?? "" : ""
-        out += "    <testcase classname=\"\(Self.escape(session))\" name=\"\(Self.escape(result.id))\"\(time)"
+        text += "    <testcase classname=\"\(Self.escape(session))\" name=\"\(Self.escape(result.id))\"\(time)"
         switch result.outcome {
         case .failed:
           let code = result.error?.code ?? "failed"
           let message = result.error?.message ?? ""
-          out += ">\n      <failure type=\"\(Self.escape(code))\" message=\"\(Self.escape(message))\">"
-          out += "\(Self.escape(result.url)): \(Self.escape(message))</failure>\n    </testcase>\n"
+          text += ">\n      <failure type=\"\(Self.escape(code))\" message=\"\(Self.escape(message))\">"
+          text += "\(Self.escape(result.url)): \(Self.escape(message))</failure>\n    </testcase>\n"
         case .deferred, .cancelled:
-          out += ">\n      <skipped message=\"\(result.outcome.rawValue)\"/>\n    </testcase>\n"
+          text += ">\n      <skipped message=\"\(result.outcome.rawValue)\"/>\n    </testcase>\n"
         case .completed, .unchanged:
-          out += "/>\n"
+          text += "/>\n"
+        }
+        if text.utf8.count >= 1 << 16 {
+          out.write(text)
+          text.removeAll(keepingCapacity: true)
         }
       }
-      out += "  </testsuite>\n"
+      text += "  </testsuite>\n"
     }
-    out += "</testsuites>\n"
-    return out
+    text += "</testsuites>\n"
+    out.write(text)
   }
 
   static func escape(_ text: String) -> String {

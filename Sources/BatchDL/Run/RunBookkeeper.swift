@@ -13,7 +13,10 @@ final class RunBookkeeper: TransferObserver {
   private let redactor: Redactor
   private let display: ProgressDisplay
   private var eventLog: EventLog?
+  /// The report's head (manifest, shard, requests, time); its tasks are in `results`.
   private var report: RunReport
+  /// Every task's result so far, compact until the report is written.
+  private var results = ResultTable()
   /// Requests of this run (plan order, this shard).
   private let requests: [Int32]
   /// The request of each engine job (requests that are not unchanged).
@@ -84,7 +87,7 @@ final class RunBookkeeper: TransferObserver {
       for task in plan.tasks(of: plan.requests[Int(index)]) { pendingPerSession[Int(task.session), default: 0] += 1 }
     }
     report.requests = requests.count
-    report.results.reserveCapacity(pendingPerSession.values.reduce(0, +))
+    results.reserve(pendingPerSession.values.reduce(0, +))
 
     var actions: [RequestAction] = []
     /// The job of each request (by request index), -1 for none.
@@ -150,12 +153,11 @@ final class RunBookkeeper: TransferObserver {
     recorder.flush(force: true)
     cleanEphemeralPartials()
     report.seconds = Double(Engine.now() &- start) / 1000
-    let summary = report.summary
+    let summary = self.summary
     display.finish(summary: summary)
     eventLog?.flush()
     do {
-      if let path = options.reportPath { try AtomicFile.write(report.json(timings: options.timings), to: path) }
-      if let path = options.junitPath { try AtomicFile.write(report.junit(timings: options.timings), to: path) }
+      try writeReports()
     } catch {
       throw .setup("cannot write the report: \(error)")
     }
@@ -171,12 +173,39 @@ final class RunBookkeeper: TransferObserver {
         var result = base(task)
         result.outcome = .cancelled
         result.error = (FailureCode.state.rawValue, redactor.text(error.description))
-        report.results.append(result)
+        results.append(result)
       }
     }
     report.requests = requests.count
-    if let path = options.reportPath { try? AtomicFile.write(report.json(timings: options.timings), to: path) }
-    if let path = options.junitPath { try? AtomicFile.write(report.junit(timings: options.timings), to: path) }
+    try? writeReports()
+  }
+
+  /// The summary of the tasks recorded so far.
+  private var summary: RunSummary {
+    var summary = results.summary
+    summary.requests = report.requests
+    return summary
+  }
+
+  /// The results sorted by id (one session's, by name), each made whole as it is read.
+  private func sortedResults(session name: String? = nil) -> LazyMapSequence<[Int], TaskResult> {
+    let session = name.map { name in Int32(plan.manifest.sessions.firstIndex { $0.name == name } ?? -1) }
+    return results.sorted(by: id, session: session, base: base)
+  }
+
+  /// `--report` and `--junit`, written task by task.
+  private func writeReports() throws(SystemError) {
+    let summary = self.summary
+    if let path = options.reportPath {
+      try AtomicFile.write(to: path) {
+        report.writeJSON(tasks: sortedResults(), summary: summary, timings: options.timings, to: &$0)
+      }
+    }
+    if let path = options.junitPath {
+      try AtomicFile.write(to: path) {
+        report.writeJUnit(tasks: { sortedResults(session: $0) }, timings: options.timings, to: &$0)
+      }
+    }
   }
 
   /// Sessions of this run, in manifest order.
@@ -190,7 +219,7 @@ final class RunBookkeeper: TransferObserver {
     for session in sessionsInRun {
       guard let command = session.onFinished else { continue }
       var sessionReport = RunReport(manifest: plan.manifest.path)
-      sessionReport.results = report.results.filter { $0.session == session.name }
+      sessionReport.results = Array(sortedResults(session: session.name))
       sessionReport.requests =
         Set(
           requests.filter { plan.manifest.sessions[Int(plan.requests[Int($0)].session)].name == session.name }
@@ -389,7 +418,7 @@ final class RunBookkeeper: TransferObserver {
     TaskResult(
       id: id(task), session: plan.manifest.sessions[Int(task.session)].name, kind: task.kind,
       url: redactor.url(plan.url(of: task)), to: plan.destination(of: task).map { redactor.text($0) }, outcome: .failed,
-      seconds: Double(Engine.now() &- start) / 1000)
+      seconds: Double(Engine.now() &- start) / 1000, task: task)
   }
 
   private func failed(_ task: PlannedTask, _ failure: TransferFailure, status: Int? = nil) -> TaskResult {
@@ -402,7 +431,7 @@ final class RunBookkeeper: TransferObserver {
   }
 
   private func record(_ result: TaskResult) {
-    report.results.append(result)
+    results.append(result)
     emit(.completed(result))
     display.taskEnded(result)
     guard let sessionIndex = plan.manifest.sessions.firstIndex(where: { $0.name == result.session }) else { return }

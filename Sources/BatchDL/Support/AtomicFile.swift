@@ -15,6 +15,56 @@ public enum AtomicFile {
     try write(Array(contents.utf8), to: path)
   }
 
+  /// Writes what `body` writes to its stream to `path` atomically, 64 KB at a time: a report of
+  /// a million tasks never stands whole in memory. The text goes to `PATH.batchdl-part`, which is
+  /// renamed over `path` once all of it is written.
+  public static func write(
+    to path: String, _ body: (inout FileStream) -> Void
+  ) throws(SystemError) {
+    try makeParent(of: path)
+    let temporary = path + ".batchdl-part"
+    let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
+    guard fd >= 0 else { throw SystemError("create \(temporary)") }
+    var stream = FileStream(descriptor: fd)
+    body(&stream)
+    stream.flush()
+    close(fd)
+    if let failure = stream.failure {
+      unlink(temporary)
+      throw SystemError("write \(temporary)", code: failure)
+    }
+    guard rename(temporary, path) == 0 else {
+      let error = SystemError("rename \(temporary) to \(path)")
+      unlink(temporary)
+      throw error
+    }
+  }
+
+  /// A file written through a 64 KB buffer that remembers the first failed write.
+  public struct FileStream: TextOutputStream {
+    private let descriptor: Int32
+    private var buffer: [UInt8] = []
+    /// The `errno` of the first write that failed; nothing is written after it.
+    fileprivate(set) var failure: Int32?
+
+    fileprivate init(descriptor: Int32) {
+      self.descriptor = descriptor
+      buffer.reserveCapacity(1 << 16 + 4096)
+    }
+
+    public mutating func write(_ string: String) {
+      guard failure == nil else { return }
+      buffer.append(contentsOf: string.utf8)
+      if buffer.count >= 1 << 16 { flush() }
+    }
+
+    fileprivate mutating func flush() {
+      guard failure == nil, !buffer.isEmpty else { return }
+      if !buffer.withUnsafeBytes({ SystemCalls.writeAll(descriptor, $0) }) { failure = errno }
+      buffer.removeAll(keepingCapacity: true)
+    }
+  }
+
   /// With `makingParent` false, the folder is known to exist. Returns the written file's size and
   /// modification time (as `FileAccess.status` would read them back).
   @discardableResult
