@@ -11,7 +11,7 @@ struct ManifestDecoder {
 
   static let topKeys = ["version", "defaults", "sessions"]
   static let settingKeys = [
-    "kind", "dest", "timeouts", "retry", "cache", "network", "headers", "on_finished", "insecure",
+    "kind", "dest", "timeouts", "retry", "cache", "network", "headers", "on_finished", "insecure", "mirrors",
   ]
   static let sessionKeys = settingKeys + ["identifier", "tasks"]
   static let timeoutKeys = ["request", "resource"]
@@ -20,15 +20,25 @@ struct ManifestDecoder {
   static let networkKeys = [
     "allows_cellular", "allows_expensive", "allows_constrained", "waits_for_connectivity", "discretionary",
     "window", "max_connections_per_host", "max_concurrent", "rate_limit", "cellular_interfaces",
-    "expensive_interfaces", "constrained_interfaces",
+    "expensive_interfaces", "constrained_interfaces", "segments", "min_segment_size",
   ]
-  static let taskKindKeys = ["data", "download", "upload", "list"]
+  static let taskKindKeys = ["data", "download", "upload", "list", "metalink"]
   static let taskKeys =
     taskKindKeys + [
       "id", "to", "method", "headers", "body", "body_file", "from", "form", "sha256", "size", "priority", "after",
-      "become_download",
+      "become_download", "mirrors", "segments",
     ]
   static let listKeys = ["list", "kind", "to", "method", "headers", "priority", "after"]
+  static let metalinkKeys = ["metalink", "to", "headers", "priority", "after"]
+  /// Keys of a download task that a Metalink document answers for each of its files.
+  static let metalinkAnswers = [
+    "kind": "a Metalink document lists downloads only",
+    "method": "the files of a Metalink document are fetched with GET",
+    "mirrors": "each file's <url> elements are its sources",
+    "sha256": "each file's <hash> elements are checked",
+    "size": "each file's <size> is checked",
+    "id": "each file's id is its destination",
+  ]
   static let becomeDownloadKeys = ["content_type", "larger_than"]
 
   let file: String
@@ -125,6 +135,9 @@ struct ManifestDecoder {
     var headers: [Header] = []
     var onFinished: String?
     var insecure: Bool?
+    var segments: Int?
+    var minSegmentSize: Int64?
+    var mirrors: [MirrorRule]?
   }
 
   mutating func settings(_ map: [(key: YAMLNode, value: YAMLNode)]) -> PartialSettings {
@@ -205,6 +218,19 @@ struct ManifestDecoder {
             }
           case "rate_limit":
             result.rateLimit = rate(flagValue)
+          case "segments":
+            result.segments = segments(flagValue, what: "network.segments")
+          case "min_segment_size":
+            if let size = size(flagValue, what: "network.min_segment_size") {
+              if size < Limits.minSegmentSize {
+                diagnostics.error(
+                  flagValue.mark,
+                  "network.min_segment_size must be from 1KB to \(ByteSize.format(Limits.bytes)), found \(describe(flagValue))"
+                )
+              } else {
+                result.minSegmentSize = size
+              }
+            }
           case "cellular_interfaces", "expensive_interfaces", "constrained_interfaces":
             result.interfaces[name] = stringList(flagValue, what: "network.\(name)")
           default:
@@ -213,6 +239,8 @@ struct ManifestDecoder {
         }
       case "headers":
         result.headers = headers(value)
+      case "mirrors":
+        result.mirrors = mirrorRules(value)
       case "on_finished":
         result.onFinished = string(value, what: "on_finished", expand: .none)
       case "insecure":
@@ -269,7 +297,7 @@ struct ManifestDecoder {
 
     let flags = defaults.flags.merging(own.flags) { $1 }
     let interfaces = defaults.interfaces.merging(own.interfaces) { $1 }
-    let network = NetworkSettings(
+    var network = NetworkSettings(
       allowsCellular: flags["allows_cellular"] ?? true,
       allowsExpensive: flags["allows_expensive"] ?? true,
       allowsConstrained: flags["allows_constrained"] ?? true,
@@ -282,6 +310,8 @@ struct ManifestDecoder {
       cellularInterfaces: interfaces["cellular_interfaces"] ?? ["wwan*", "ppp*", "rmnet*", "wwp*"],
       expensiveInterfaces: interfaces["expensive_interfaces"] ?? [],
       constrainedInterfaces: interfaces["constrained_interfaces"] ?? [])
+    network.segments = own.segments ?? defaults.segments ?? 1
+    network.minSegmentSize = own.minSegmentSize ?? defaults.minSegmentSize ?? 16 << 20
     if network.discretionary, network.window == nil, let flagNode = node["network"]?["discretionary"] ?? node["network"]
     {
       diagnostics.warning(
@@ -321,7 +351,7 @@ struct ManifestDecoder {
         memory: own.cacheMemory ?? defaults.cacheMemory ?? 20 << 20,
         disk: kind == .ephemeral ? 0 : (own.cacheDisk ?? defaults.cacheDisk ?? 100 << 20)),
       network: network, headers: headers, onFinished: own.onFinished ?? defaults.onFinished, tasks: tasks,
-      insecure: own.insecure ?? defaults.insecure ?? false)
+      insecure: own.insecure ?? defaults.insecure ?? false, mirrors: own.mirrors ?? defaults.mirrors ?? [])
   }
 
   // MARK: - Tasks
@@ -353,6 +383,10 @@ struct ManifestDecoder {
     }
     if kindName == "list" {
       let entry = list(node, entries: entries, kindEntry: kindEntry, sessionKind: sessionKind)
+      return diagnostics.errorCount > errorsBefore ? nil : entry
+    }
+    if kindName == "metalink" {
+      let entry = metalink(node, entries: entries, kindEntry: kindEntry)
       return diagnostics.errorCount > errorsBefore ? nil : entry
     }
     checkKeys(entries, known: Self.taskKeys, in: "a \(kindName) task")
@@ -416,6 +450,20 @@ struct ManifestDecoder {
         if kind != .data {
           diagnostics.error(
             key.mark, "become_download applies to data tasks only; this task is already a \(kind.rawValue)")
+        }
+      case "mirrors":
+        if kind == .download {
+          spec.mirrors = mirrors(value, taskURL: url)
+        } else {
+          diagnostics.error(
+            key.mark, "mirrors apply to download tasks only; a \(kind.rawValue) task is sent to its URL alone")
+        }
+      case "segments":
+        if kind == .download {
+          spec.segments = segments(value, what: "segments")
+        } else {
+          diagnostics.error(
+            key.mark, "segments apply to download tasks only; a \(kind.rawValue) task uses one connection")
         }
       default:
         break
@@ -503,6 +551,155 @@ struct ManifestDecoder {
       }
     }
     return .list(spec)
+  }
+
+  mutating func metalink(
+    _ node: YAMLNode, entries: [(key: YAMLNode, value: YAMLNode)], kindEntry: (key: YAMLNode, value: YAMLNode)
+  ) -> TaskEntry? {
+    checkKeys(entries, known: Self.metalinkKeys, in: "a metalink entry", extra: Self.metalinkAnswers)
+    let document = string(kindEntry.value, what: "metalink", expand: .plain) ?? ""
+    let lowered = document.lowercased()
+    let isURL = lowered.hasPrefix("http://") || lowered.hasPrefix("https://")
+    if isURL {
+      if case .failure(let problem) = Metalink.normalizer.withLock({ $0.normalize(document) }) {
+        diagnostics.error(kindEntry.value.mark, "metalink: \(problem.description)")
+      }
+    } else if let scheme = lowered.range(of: "://").map({ lowered[..<$0.lowerBound] }),
+      scheme.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == "." })
+    {
+      diagnostics.error(
+        kindEntry.value.mark,
+        "metalink takes a file path or an http or https URL, not \(scheme): (batchdl speaks http and https only)")
+    } else if case .scalar = kindEntry.value.content, document.isEmpty, !kindEntry.value.isNull {
+      diagnostics.error(kindEntry.value.mark, "metalink needs the path or URL of a Metalink document")
+    }
+    var spec = MetalinkSpec(
+      mark: node.mark, document: document, documentMark: kindEntry.value.mark, isURL: isURL, to: nil, toMark: nil,
+      headers: [], priority: .normal, after: [])
+    for (key, value) in entries {
+      switch key.scalar {
+      case "to":
+        spec.to = string(value, what: "to", expand: .plain)
+        spec.toMark = value.mark
+        checkDestination(spec.to, at: value.mark)
+      case "headers":
+        spec.headers = headers(value)
+      case "priority":
+        spec.priority = choice(value, what: "priority", Priority.self) ?? .normal
+      case "after":
+        spec.after = references(value)
+      default:
+        break
+      }
+    }
+    return .metalink(spec)
+  }
+
+  /// `segments` (`network.segments` or a task's): from 1 to `Limits.segments`.
+  mutating func segments(_ node: YAMLNode, what: String) -> Int? {
+    let range = "must be from 1 to \(Limits.segments)"
+    guard let count = integer(node, what: what, tooLarge: range) else { return nil }
+    guard (1...Limits.segments).contains(count) else {
+      diagnostics.error(node.mark, "\(what) \(range), found \(count)")
+      return nil
+    }
+    return count
+  }
+
+  /// The URLs of a URL list (`mirrors:`), or of one URL written alone.
+  func urlItems(_ node: YAMLNode) -> [YAMLNode] {
+    if case .sequence(let items) = node.content { return items }
+    return [node]
+  }
+
+  /// An http or https URL (after `${VAR}` expansion, its values secrets) and its normalized form,
+  /// or nil after reporting why not.
+  mutating func checkedURL(_ node: YAMLNode, what: String) -> (url: String, normalized: String)? {
+    guard let url = string(node, what: what, expand: .secret) else { return nil }
+    switch Metalink.normalizer.withLock({ $0.normalize(url) }) {
+    case .success(let normalized): return (url, normalized.text)
+    case .failure(let problem):
+      diagnostics.error(node.mark, "\(what): \(problem.description)")
+      return nil
+    }
+  }
+
+  /// A download's `mirrors:`. A mirror that repeats the task's URL or an earlier mirror is left out
+  /// with a warning.
+  mutating func mirrors(_ node: YAMLNode, taskURL: String) -> [MirrorURL] {
+    if case .mapping = node.content {
+      diagnostics.error(node.mark, "mirrors must be a list of URLs, found a mapping")
+      return []
+    }
+    var seen: [String: SourceMark] = [:]
+    let own = Metalink.normalizer.withLock { $0.normalize(taskURL) }
+    if case .success(let normalized) = own { seen[normalized.text] = SourceMark(file: file, line: 0, column: 0) }
+    var result: [MirrorURL] = []
+    for item in urlItems(node) {
+      guard let (url, normalized) = checkedURL(item, what: "mirror") else { continue }
+      if let first = seen[normalized] {
+        let shown = Redactor.stripUserInfo(url)
+        diagnostics.warning(
+          item.mark,
+          first.line == 0
+            ? "mirror '\(shown)' is the task's own URL; it is left out"
+            : "mirror '\(shown)' repeats the mirror at line \(first.line); it is left out")
+        continue
+      }
+      seen[normalized] = item.mark
+      result.append(MirrorURL(url: url, mark: item.mark))
+    }
+    return result
+  }
+
+  /// A URL prefix of `mirrors:` (a key or a listed mirror): http or https, ending in `/`, without
+  /// query or fragment.
+  mutating func mirrorPrefix(_ node: YAMLNode) -> (url: String, normalized: String)? {
+    guard let (url, normalized) = checkedURL(node, what: "mirror prefix") else { return nil }
+    let shown = Redactor.stripUserInfo(url)
+    guard url.hasSuffix("/"), !url.contains("?"), !url.contains("#") else {
+      diagnostics.error(
+        node.mark,
+        "mirror prefix '\(shown)' must end in '/' (a folder URL, without ?query or #fragment), e.g. https://mirror.example.net/pub/"
+      )
+      return nil
+    }
+    return (url, normalized)
+  }
+
+  /// A session's `mirrors:` map of URL prefix to mirror prefixes.
+  mutating func mirrorRules(_ node: YAMLNode) -> [MirrorRule] {
+    guard let entries = mapping(node, what: "mirrors") else { return [] }
+    var rules: [MirrorRule] = []
+    for (key, value) in entries {
+      guard let (prefix, normalizedPrefix) = mirrorPrefix(key) else { continue }
+      if case .mapping = value.content {
+        diagnostics.error(value.mark, "the mirrors of '\(Redactor.stripUserInfo(prefix))' must be a list of URL prefixes")
+        continue
+      }
+      var seen: [String: SourceMark] = [normalizedPrefix: key.mark]
+      var mirrors: [String] = []
+      let items = value.isNull ? [] : urlItems(value)
+      for item in items {
+        guard let (url, normalized) = mirrorPrefix(item) else { continue }
+        if let first = seen[normalized] {
+          let shown = Redactor.stripUserInfo(url)
+          diagnostics.warning(
+            item.mark,
+            first == key.mark
+              ? "mirror prefix '\(shown)' is the prefix it mirrors; it is left out"
+              : "mirror prefix '\(shown)' repeats the one at line \(first.line); it is left out")
+          continue
+        }
+        seen[normalized] = item.mark
+        mirrors.append(url)
+      }
+      if items.isEmpty {
+        diagnostics.warning(value.mark, "'\(Redactor.stripUserInfo(prefix))' lists no mirrors")
+      }
+      rules.append(MirrorRule(prefix: prefix, mirrors: mirrors, mark: key.mark))
+    }
+    return rules
   }
 
   /// Reports a `to:` that is absolute or climbs out of the session's dest.

@@ -33,7 +33,10 @@ public enum ManifestLoader {
   }
 
   /// The manifest's bytes: a regular file or a pipe (`<(command)`), at most `Limits.manifestBytes`.
-  static func readManifest(_ path: String, limit: Int = Limits.manifestBytes) throws(FileProblem) -> [UInt8] {
+  static func readManifest(
+    _ path: String, limit: Int = Limits.manifestBytes,
+    tooLarge advice: String? = nil
+  ) throws(FileProblem) -> [UInt8] {
     // Opened without waiting for a writer (a FIFO nobody writes to reads as empty), then read
     // blocking as usual.
     let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
@@ -46,7 +49,8 @@ public enum ManifestLoader {
       throw FileProblem("it is \(kind), not a regular file")
     }
     let tooLarge = FileProblem(
-      "it holds more than \(ByteSize.format(Int64(limit))), the most batchdl reads; move long lists of URLs into 'list:' files"
+      advice
+        ?? "it holds more than \(ByteSize.format(Int64(limit))), the most batchdl reads; move long lists of URLs into 'list:' files"
     )
     if Int64(info.st_size) > Int64(limit) { throw tooLarge }
     var bytes: [UInt8] = []

@@ -86,6 +86,19 @@ public struct NetworkSettings: Hashable, Sendable {
   public var cellularInterfaces: [String]
   public var expensiveInterfaces: [String]
   public var constrainedInterfaces: [String]
+  /// `network.segments`: at most this many connections for one download (a task's `segments:`
+  /// overrides it).
+  public var segments = 1
+  /// `network.min_segment_size`: a download is split only into segments at least this long.
+  public var minSegmentSize: Int64 = 16 << 20
+}
+
+/// Bounds of the source keys.
+extension Limits {
+  /// `segments` (session and task): connections for one download.
+  public static let segments = 64
+  /// `network.min_segment_size`: from 1KB.
+  public static let minSegmentSize: Int64 = 1 << 10
 }
 
 /// A daily window of local time; `end` may be before `start` (a window across midnight).
@@ -168,6 +181,38 @@ public struct Session: Sendable {
   public var tasks: [TaskEntry]
   /// `insecure: true`: TLS certificates are not verified (a warning says so).
   public var insecure = false
+  /// `mirrors:`: URL prefixes whose files other prefixes serve too, as written.
+  public var mirrors: [MirrorRule] = []
+}
+
+/// One entry of a session's `mirrors:` map: a download whose URL starts with `prefix` also gets the
+/// rest of its URL under each of `mirrors` as a mirror.
+public struct MirrorRule: Hashable, Sendable {
+  /// An http or https URL ending in `/`.
+  public var prefix: String
+  /// http or https URLs ending in `/`, in the order to try them.
+  public var mirrors: [String]
+  public var mark: SourceMark
+
+  public init(prefix: String, mirrors: [String], mark: SourceMark) {
+    self.prefix = prefix
+    self.mirrors = mirrors
+    self.mark = mark
+  }
+}
+
+extension Session {
+  /// The mirror URLs the session's `mirrors:` map gives `url` (as written): the rule with the
+  /// longest matching prefix applies, its mirrors in order; [] when none matches.
+  public func mirrorURLs(for url: String) -> [String] {
+    var best: MirrorRule?
+    for rule in mirrors where url.hasPrefix(rule.prefix) {
+      if best.map({ rule.prefix.utf8.count > $0.prefix.utf8.count }) ?? true { best = rule }
+    }
+    guard let best else { return [] }
+    let rest = url.dropFirst(best.prefix.count)
+    return best.mirrors.map { $0 + rest }
+  }
 }
 
 public enum TaskKind: String, CaseIterable, Sendable {
@@ -236,6 +281,22 @@ public struct TaskSpec: Sendable {
   public var priority: Priority
   public var after: [TaskReference]
   public var becomeDownload: BecomeDownload?
+  /// `mirrors:` of a download: other URLs serving the same bytes, in the order to try them after
+  /// `url`; none repeats `url` or another mirror.
+  public var mirrors: [MirrorURL] = []
+  /// `segments:` of a download; nil takes the session's `network.segments`.
+  public var segments: Int?
+}
+
+/// One URL of a task's `mirrors:` list, after `${VAR}` expansion.
+public struct MirrorURL: Hashable, Sendable {
+  public var url: String
+  public var mark: SourceMark
+
+  public init(url: String, mark: SourceMark) {
+    self.url = url
+    self.mark = mark
+  }
 }
 
 /// A `list:` entry: one task per line of a file of URLs.
@@ -254,14 +315,32 @@ public struct ListSpec: Sendable {
   public var after: [TaskReference]
 }
 
+/// A `metalink:` entry: one download per `<file>` of a Metalink document.
+public struct MetalinkSpec: Sendable {
+  public var mark: SourceMark
+  /// The document: a path relative to the manifest's folder, or an http or https URL.
+  public var document: String
+  public var documentMark: SourceMark
+  /// True when `document` is a URL (it starts with `http://` or `https://`).
+  public var isURL: Bool
+  /// Folder, relative to the session's `dest`, that the files' names are relative to.
+  public var to: String?
+  public var toMark: SourceMark?
+  public var headers: [Header]
+  public var priority: Priority
+  public var after: [TaskReference]
+}
+
 public enum TaskEntry: Sendable {
   case task(TaskSpec)
   case list(ListSpec)
+  case metalink(MetalinkSpec)
 
   public var mark: SourceMark {
     switch self {
     case .task(let spec): return spec.mark
     case .list(let spec): return spec.mark
+    case .metalink(let spec): return spec.mark
     }
   }
 }

@@ -87,6 +87,8 @@ private struct PlanBuilder {
           expand(spec, session: session, sessionIndex: sessionIndex, entryIndex: entryIndex)
         case .list(let spec):
           expand(spec, session: session, sessionIndex: sessionIndex, entryIndex: entryIndex)
+        case .metalink(let spec):
+          refuse(spec)
         }
       }
     }
@@ -220,6 +222,26 @@ private struct PlanBuilder {
       let merged = mergedHere == 1 ? "was" : "were"
       diagnostics.warning(spec.fileMark, "\(what) an earlier task (same URL, same destination) and \(merged) merged")
     }
+  }
+
+  /// A `metalink:` entry cannot run yet: running it would download its files without checking their
+  /// hashes or using their other sources. A local document is read, so that its problems are
+  /// listed, and the entry is refused.
+  mutating func refuse(_ spec: MetalinkSpec) {
+    let later = "declare the files as download tasks (with sha256: and mirrors:) for now"
+    if spec.isURL {
+      diagnostics.error(
+        spec.documentMark, "metalink: documents fetched by URL are not supported by this batchdl yet; \(later)")
+      return
+    }
+    let path = FileAccess.resolve(spec.document, against: manifest.directory)
+    let document = Metalink.read(path: path)
+    diagnostics.append(contentsOf: document.diagnostics)
+    let files = document.files.count == 1 ? "its 1 file" : "its \(document.files.count) files"
+    diagnostics.error(
+      spec.mark,
+      "metalink: entries are not supported by this batchdl yet (\(path) was read: \(files) would download without their Metalink hashes and mirrors); \(later)"
+    )
   }
 
   /// Set by `expandLine` (and `add`) when the line being read has a problem, reported or not: the
@@ -464,6 +486,8 @@ private struct PlanBuilder {
     case .list(let spec):
       return SourceMark(
         file: FileAccess.resolve(spec.file, against: manifest.directory), line: Int(task.line), column: 1)
+    case .metalink(let spec):
+      return spec.mark
     }
   }
 

@@ -1,0 +1,689 @@
+import Foundation
+
+#if canImport(FoundationXML)
+  import FoundationXML
+#endif
+
+/// A digest algorithm a download can be checked with, strongest first.
+public enum DigestAlgorithm: String, CaseIterable, Sendable, Comparable {
+  case sha256 = "sha-256"
+  case sha512 = "sha-512"
+  case sha1 = "sha-1"
+  case md5
+
+  /// The algorithm a Metalink `type` (or checksum tag) names: `sha-256`, `sha256`, `SHA-256`...
+  public init?(named text: String) {
+    let name = text.trimmingSpaces.lowercased().replacingOccurrences(of: "-", with: "")
+    switch name {
+    case "sha256": self = .sha256
+    case "sha512": self = .sha512
+    case "sha1": self = .sha1
+    case "md5": self = .md5
+    default: return nil
+    }
+  }
+
+  /// Hexadecimal digits in one digest.
+  public var hexLength: Int {
+    switch self {
+    case .sha256: return 64
+    case .sha512: return 128
+    case .sha1: return 40
+    case .md5: return 32
+    }
+  }
+
+  /// False for MD5 and SHA-1, which collisions can be made for.
+  public var isStrong: Bool { self == .sha256 || self == .sha512 }
+
+  /// The order of preference: SHA-256 (what every download computes anyway), SHA-512, SHA-1, MD5.
+  var rank: Int {
+    switch self {
+    case .sha256: return 0
+    case .sha512: return 1
+    case .sha1: return 2
+    case .md5: return 3
+    }
+  }
+
+  public static func < (lhs: DigestAlgorithm, rhs: DigestAlgorithm) -> Bool { lhs.rank < rhs.rank }
+}
+
+/// An expected digest: the algorithm and its lower-case hexadecimal value.
+public struct ExpectedDigest: Hashable, Sendable {
+  public var algorithm: DigestAlgorithm
+  public var hex: String
+
+  public init(algorithm: DigestAlgorithm, hex: String) {
+    self.algorithm = algorithm
+    self.hex = hex
+  }
+
+  /// `text` as a digest of `algorithm` (spaces around it dropped, upper case accepted), or why not.
+  public static func parse(_ text: String, algorithm: DigestAlgorithm) -> Result<ExpectedDigest, MetalinkProblem> {
+    let lowered = text.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+    if let bad = lowered.first(where: { !("0"..."9").contains($0) && !("a"..."f").contains($0) }) {
+      return .failure(
+        MetalinkProblem("a \(algorithm.rawValue) hash is \(algorithm.hexLength) hexadecimal digits (0-9, a-f), found '\(bad)'"))
+    }
+    guard lowered.count == algorithm.hexLength else {
+      return .failure(
+        MetalinkProblem(
+          "a \(algorithm.rawValue) hash is \(algorithm.hexLength) hexadecimal digits, found \(lowered.count)"))
+    }
+    return .success(ExpectedDigest(algorithm: algorithm, hex: lowered))
+  }
+}
+
+/// Why a value in a Metalink document is refused.
+public struct MetalinkProblem: Error, Hashable, Sendable {
+  public var message: String
+  public init(_ message: String) { self.message = message }
+}
+
+/// One `<url>` of a Metalink file.
+public struct MetalinkSource: Hashable, Sendable {
+  /// The URL as written (spaces around it dropped): http or https.
+  public var url: String
+  /// Metalink 4 `priority` (1 first) or Metalink 3 `preference` (100 first), nil when not given.
+  public var priority: Int?
+  /// The `location` attribute (an ISO 3166 country code), when given.
+  public var location: String?
+  /// Where the `<url>` element starts in the document.
+  public var mark: SourceMark
+}
+
+/// The `<pieces>` of a Metalink file: one digest per `length` bytes, the last piece shorter.
+public struct MetalinkPieces: Hashable, Sendable {
+  /// Bytes in each piece but the last.
+  public var length: Int64
+  public var algorithm: DigestAlgorithm
+  /// Lower-case hexadecimal digests, piece 0 first.
+  public var hashes: [String]
+  public var mark: SourceMark
+
+  /// The number of pieces a file of `size` bytes has with this `length`.
+  public func count(forSize size: Int64) -> Int64 {
+    size <= 0 ? 0 : (size - 1) / length + 1
+  }
+
+  /// The byte range of piece `index` in a file of `size` bytes.
+  public func range(ofPiece index: Int, size: Int64) -> Range<Int64> {
+    let start = min(Int64(index) * length, size)
+    return start..<min(start + length, size)
+  }
+}
+
+/// One `<file>` of a Metalink document, checked: a safe relative name, at least one http or https
+/// source.
+public struct MetalinkFile: Hashable, Sendable {
+  /// Relative path, normalized: no empty, `.` or `..` segment, never absolute.
+  public var name: String
+  /// Where the `<file>` element starts in the document.
+  public var mark: SourceMark
+  public var size: Int64?
+  /// The sources in the order to try them: Metalink 4 `priority` ascending, Metalink 3 `preference`
+  /// descending, those without one last; ties keep the document's order.
+  public var sources: [MetalinkSource]
+  /// The whole-file digests given, strongest first, one per algorithm.
+  public var hashes: [ExpectedDigest]
+  /// The strongest piece list given, if any; its count matches `size` when both are known.
+  public var pieces: MetalinkPieces?
+
+  /// The digest to check the whole file with: the strongest one given.
+  public var digest: ExpectedDigest? { hashes.first }
+}
+
+/// A Metalink document as read: the files that passed every check, and the problems found.
+public struct MetalinkDocument: Sendable {
+  public enum Version: String, Sendable {
+    /// RFC 5854, namespace `urn:ietf:params:xml:ns:metalink`.
+    case v4 = "4"
+    /// metalinker.org 3.0, namespace `http://www.metalinker.org/`.
+    case v3 = "3"
+  }
+
+  /// nil when the document could not be read as Metalink at all.
+  public var version: Version?
+  /// Files in document order. A file with an error is left out; the others are unaffected.
+  public var files: [MetalinkFile]
+  /// Errors and warnings, at `FILE:LINE:COLUMN` of the element concerned, in document order.
+  public var diagnostics: [Diagnostic]
+
+  public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
+}
+
+/// Reads Metalink 4 (RFC 5854) and Metalink 3 documents with libxml2 (through `XMLParser`).
+public enum Metalink {
+  public static let namespaceV4 = "urn:ietf:params:xml:ns:metalink"
+  public static let namespaceV3 = "http://www.metalinker.org/"
+  /// The largest document read (64MB): far beyond any real one, small enough to hold in memory.
+  public static let maxBytes = 64 << 20
+
+  /// Reads the document at `path`; `display` names it in diagnostics (default: `path`).
+  public static func read(path: String, display: String? = nil) -> MetalinkDocument {
+    let name = display ?? path
+    do {
+      let bytes = try ManifestLoader.readManifest(
+        path, limit: maxBytes,
+        tooLarge: "it holds more than \(ByteSize.format(Int64(maxBytes))), the most batchdl reads of a Metalink document")
+      return parse(bytes, file: name)
+    } catch {
+      return MetalinkDocument(
+        version: nil, files: [],
+        diagnostics: [
+          Diagnostic(
+            .error, at: SourceMark(file: name, line: 1, column: 1), "cannot read the Metalink document: \(error.reason)")
+        ])
+    }
+  }
+
+  /// Parses a document held in memory; `file` names it in diagnostics.
+  public static func parse(_ bytes: [UInt8], file: String) -> MetalinkDocument {
+    let start = SourceMark(file: file, line: 1, column: 1)
+    func failed(_ mark: SourceMark, _ message: String) -> MetalinkDocument {
+      MetalinkDocument(version: nil, files: [], diagnostics: [Diagnostic(.error, at: mark, message)])
+    }
+    if bytes.count > maxBytes {
+      return failed(
+        start,
+        "the Metalink document holds \(ByteSize.format(Int64(bytes.count))), more than \(ByteSize.format(Int64(maxBytes))), the most batchdl reads"
+      )
+    }
+    let positions = Positions(bytes, file: file)
+    // Metalink needs no DTD. Entity declarations are refused before libxml2 sees them: a few lines
+    // of nested entities can expand to gigabytes ("billion laughs"), and external ones read files.
+    if let offset = positions.find(Array("<!DOCTYPE".utf8)) {
+      return failed(
+        positions.mark(ofByte: offset),
+        "the document has a <!DOCTYPE>: Metalink needs none, and its entity declarations are refused; remove it")
+    }
+    let reader = MetalinkReader(positions: positions)
+    let parser = XMLParser(data: Data(bytes))
+    parser.shouldProcessNamespaces = true
+    parser.shouldReportNamespacePrefixes = false
+    parser.shouldResolveExternalEntities = false
+    parser.delegate = reader
+    let finished = parser.parse()
+    if let problem = reader.xmlError ?? reader.fatal {
+      return failed(problem.mark, problem.message)
+    }
+    if !finished || parser.parserError != nil {
+      let code = (parser.parserError as NSError?)?.code ?? 0
+      return failed(
+        SourceMark(file: file, line: max(1, parser.lineNumber), column: max(1, parser.columnNumber)),
+        "not well-formed XML: \(MetalinkReader.describe(code: code))")
+    }
+    guard let version = reader.version else {
+      return failed(start, "the document is empty: a Metalink document has a <metalink> element")
+    }
+    return MetalinkDocument(version: version, files: reader.files, diagnostics: reader.diagnostics.items)
+  }
+}
+
+/// Line and column of byte offsets in a document; columns count characters, as libxml2 does.
+struct Positions {
+  let bytes: [UInt8]
+  let file: String
+  /// Byte offset of the start of each line.
+  let lineStarts: [Int]
+
+  init(_ bytes: [UInt8], file: String) {
+    self.bytes = bytes
+    self.file = file
+    var starts = [0]
+    for (index, byte) in bytes.enumerated() where byte == 0x0A { starts.append(index + 1) }
+    lineStarts = starts
+  }
+
+  func find(_ needle: [UInt8]) -> Int? {
+    guard let first = needle.first, bytes.count >= needle.count else { return nil }
+    var index = 0
+    while index + needle.count <= bytes.count {
+      if bytes[index] == first, bytes[index..<(index + needle.count)].elementsEqual(needle) { return index }
+      index += 1
+    }
+    return nil
+  }
+
+  /// The mark of byte `offset`.
+  func mark(ofByte offset: Int) -> SourceMark {
+    var low = 0
+    var high = lineStarts.count - 1
+    while low < high {
+      let middle = (low + high + 1) / 2
+      if lineStarts[middle] <= offset { low = middle } else { high = middle - 1 }
+    }
+    var column = 1
+    var index = lineStarts[low]
+    while index < offset && index < bytes.count {
+      if bytes[index] & 0xC0 != 0x80 { column += 1 }
+      index += 1
+    }
+    return SourceMark(file: file, line: low + 1, column: column)
+  }
+
+  /// The start (`<`) of the tag the parser stands in at `line`:`column` (libxml2 reports a start
+  /// tag's position at its closing `>` or `/>`). Attribute values cannot hold `<`, so the nearest one
+  /// before is where the tag starts.
+  func tagStart(line: Int, column: Int) -> SourceMark {
+    guard line >= 1, line <= lineStarts.count else { return SourceMark(file: file, line: max(1, line), column: 1) }
+    var offset = lineStarts[line - 1]
+    var characters = 1
+    while characters < column && offset < bytes.count && bytes[offset] != 0x0A {
+      offset += 1
+      if offset >= bytes.count || bytes[offset] & 0xC0 != 0x80 { characters += 1 }
+    }
+    var probe = min(offset, bytes.count - 1)
+    while probe >= 0 {
+      if bytes[probe] == 0x3C { return mark(ofByte: probe) }
+      probe -= 1
+    }
+    return SourceMark(file: file, line: line, column: max(1, column))
+  }
+}
+
+/// The SAX side of `Metalink.parse`: builds files as their elements end.
+private final class MetalinkReader: NSObject, XMLParserDelegate {
+  struct Problem {
+    var mark: SourceMark
+    var message: String
+  }
+
+  /// A `<file>` being read.
+  struct FileDraft {
+    var name: String?
+    var mark: SourceMark
+    var size: Int64?
+    var sources: [(source: MetalinkSource, order: Int)] = []
+    var hashes: [ExpectedDigest] = []
+    var pieces: [MetalinkPieces] = []
+    /// An error was reported inside it: it is left out.
+    var broken = false
+  }
+
+  /// A `<pieces>` being read.
+  struct PiecesDraft {
+    var length: Int64?
+    var algorithm: DigestAlgorithm?
+    var typeText: String
+    var mark: SourceMark
+    var hashes: [String] = []
+    /// Metalink 3 `piece` attributes, when given.
+    var indices: [Int?] = []
+    var broken = false
+  }
+
+  let positions: Positions
+  var diagnostics = Diagnostics()
+  var version: MetalinkDocument.Version?
+  var namespace = ""
+  var files: [MetalinkFile] = []
+  var names: [String: SourceMark] = [:]
+  /// A problem that makes the whole document unusable (not Metalink).
+  var fatal: Problem?
+  /// The first XML error libxml2 reported.
+  var xmlError: Problem?
+
+  /// Local names of the open elements of the document's namespace; nil for foreign ones.
+  var stack: [String?] = []
+  var file: FileDraft?
+  var pieces: PiecesDraft?
+  /// Text of the element being captured, with its start and attributes.
+  var text: String?
+  var textMark = SourceMark(file: "", line: 1, column: 1)
+  var textAttributes: [String: String] = [:]
+  var urlOrder = 0
+
+  init(positions: Positions) {
+    self.positions = positions
+  }
+
+  var parent: String? { stack.last ?? nil }
+
+  func startMark(_ parser: XMLParser) -> SourceMark {
+    positions.tagStart(line: parser.lineNumber, column: parser.columnNumber)
+  }
+
+  func parser(
+    _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName qName: String?,
+    attributes attributeDict: [String: String] = [:]
+  ) {
+    if version == nil {
+      let mark = startMark(parser)
+      guard elementName == "metalink" else {
+        stop(parser, mark, "not a Metalink document: the root element is <\(elementName)>, not <metalink>")
+        return
+      }
+      switch namespaceURI ?? "" {
+      case Metalink.namespaceV4: version = .v4
+      case Metalink.namespaceV3: version = .v3
+      case "" where attributeDict["version"]?.hasPrefix("3.") == true: version = .v3
+      default:
+        stop(
+          parser, mark,
+          "not a Metalink document: <metalink> needs xmlns=\"\(Metalink.namespaceV4)\" (Metalink 4) or xmlns=\"\(Metalink.namespaceV3)\" (Metalink 3)"
+        )
+        return
+      }
+      namespace = namespaceURI ?? ""
+      stack.append(elementName)
+      return
+    }
+    let ours = (namespaceURI ?? "") == namespace && stack.allSatisfy { $0 != nil }
+    defer { stack.append(ours ? elementName : nil) }
+    guard ours, let version else { return }
+    let fileParent = version == .v4 ? "metalink" : "files"
+    let detailParent = version == .v4 ? "file" : "verification"
+    let urlParent = version == .v4 ? "file" : "resources"
+    switch elementName {
+    case "file" where parent == fileParent && stack.count == (version == .v4 ? 1 : 2):
+      file = FileDraft(name: attributeDict["name"], mark: startMark(parser))
+      urlOrder = 0
+    case "size" where parent == "file" && file != nil,
+      "url" where parent == urlParent && file != nil,
+      "hash" where parent == detailParent && file != nil,
+      "hash" where parent == "pieces" && pieces != nil:
+      text = ""
+      textMark = startMark(parser)
+      textAttributes = attributeDict
+    case "metaurl" where parent == "file" && file != nil:
+      let type = attributeDict["mediatype"].map { " (\($0))" } ?? ""
+      diagnostics.warning(
+        startMark(parser), "<metaurl>\(type) is ignored: batchdl fetches the file's http and https <url>s only")
+    case "pieces" where parent == detailParent && file != nil:
+      let mark = startMark(parser)
+      let typeText = attributeDict["type"] ?? ""
+      var draft = PiecesDraft(
+        length: nil, algorithm: DigestAlgorithm(named: typeText), typeText: typeText, mark: mark)
+      if let lengthText = attributeDict["length"], let length = Int64(lengthText.trimmingSpaces), length > 0,
+        length <= Limits.bytes
+      {
+        draft.length = length
+      } else {
+        error(
+          mark,
+          "<pieces> needs length=\"BYTES\", a whole number from 1 to \(Limits.bytes), found \(quoted(attributeDict["length"]))"
+        )
+        draft.broken = true
+      }
+      pieces = draft
+    default:
+      break
+    }
+  }
+
+  func parser(_ parser: XMLParser, foundCharacters string: String) {
+    text?.append(string)
+  }
+
+  func parser(_ parser: XMLParser, foundCDATA CDATABlock: Data) {
+    if text != nil { text?.append(String(decoding: CDATABlock, as: UTF8.self)) }
+  }
+
+  func parser(
+    _ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?
+  ) {
+    let ours = stack.popLast() ?? nil
+    guard ours != nil, let version else { return }
+    let captured = text
+    switch elementName {
+    case "size" where captured != nil:
+      endSize(captured ?? "")
+    case "url" where captured != nil:
+      endURL(captured ?? "", version: version)
+    case "hash" where captured != nil:
+      if pieces != nil && parent == "pieces" { endPieceHash(captured ?? "") } else { endHash(captured ?? "") }
+    case "pieces" where pieces != nil:
+      endPieces()
+    case "file" where file != nil && (parent == "metalink" || parent == "files"):
+      endFile()
+    default:
+      break
+    }
+    if elementName != "pieces" && elementName != "file" { text = nil }
+  }
+
+  func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
+    guard xmlError == nil, fatal == nil else { return }
+    let code = (parseError as NSError).code
+    xmlError = Problem(
+      mark: SourceMark(file: positions.file, line: max(1, parser.lineNumber), column: max(1, parser.columnNumber)),
+      message: "not well-formed XML: \(Self.describe(code: code))")
+    parser.abortParsing()
+  }
+
+  func stop(_ parser: XMLParser, _ mark: SourceMark, _ message: String) {
+    fatal = Problem(mark: mark, message: message)
+    parser.abortParsing()
+  }
+
+  func error(_ mark: SourceMark, _ message: String) {
+    diagnostics.error(mark, message)
+    file?.broken = true
+  }
+
+  func quoted(_ text: String?) -> String {
+    guard let text else { return "nothing" }
+    return "'\(text.count > 40 ? String(text.prefix(40)) + "…" : text)'"
+  }
+
+  // MARK: - Elements
+
+  func endSize(_ captured: String) {
+    let trimmed = captured.trimmingCharacters(in: .whitespacesAndNewlines)
+    guard let size = Int64(trimmed), size >= 0, size <= Limits.bytes, trimmed.allSatisfy(\.isASCII) else {
+      error(textMark, "<size> must be a whole number of bytes from 0 to \(Limits.bytes), found \(quoted(trimmed))")
+      return
+    }
+    if let earlier = file?.size, earlier != size {
+      error(textMark, "a second <size> (\(size)) disagrees with the first (\(earlier))")
+      return
+    }
+    file?.size = size
+  }
+
+  func endURL(_ captured: String, version: MetalinkDocument.Version) {
+    let url = captured.trimmingCharacters(in: .whitespacesAndNewlines)
+    let shown = Redactor.stripUserInfo(url)
+    let lowered = url.lowercased()
+    let type = textAttributes["type"]?.lowercased()
+    if version == .v3, let type, type != "http" && type != "https" {
+      diagnostics.warning(
+        textMark, "<url type=\"\(type)\"> '\(shown)' is ignored: batchdl fetches http and https URLs only")
+      return
+    }
+    guard lowered.hasPrefix("http://") || lowered.hasPrefix("https://") else {
+      let scheme = url.range(of: ":").map { String(url[..<$0.lowerBound]) + ":" } ?? "not a URL"
+      diagnostics.warning(
+        textMark, "<url> '\(shown)' is ignored (\(scheme)): batchdl fetches http and https URLs only")
+      return
+    }
+    if case .failure(let problem) = Metalink.normalizer.withLock({ $0.normalize(url) }) {
+      diagnostics.warning(textMark, "<url> is ignored: \(problem.description)")
+      return
+    }
+    let attribute = version == .v4 ? "priority" : "preference"
+    var priority: Int?
+    if let written = textAttributes[attribute] {
+      let range = version == .v4 ? 1...999_999 : 0...100
+      if let value = Int(written.trimmingSpaces), range.contains(value) {
+        priority = value
+      } else {
+        diagnostics.warning(
+          textMark,
+          "<url \(attribute)=\"\(written)\"> is not a whole number from \(range.lowerBound) to \(range.upperBound); the URL is tried after those with one"
+        )
+      }
+    }
+    let source = MetalinkSource(url: url, priority: priority, location: textAttributes["location"], mark: textMark)
+    urlOrder += 1
+    file?.sources.append((source, urlOrder))
+  }
+
+  func endHash(_ captured: String) {
+    let typeText = textAttributes["type"] ?? ""
+    guard let algorithm = DigestAlgorithm(named: typeText) else { return }  // other types are not used
+    switch ExpectedDigest.parse(captured, algorithm: algorithm) {
+    case .success(let digest):
+      if let earlier = file?.hashes.first(where: { $0.algorithm == algorithm }) {
+        if earlier != digest { error(textMark, "a second \(algorithm.rawValue) <hash> disagrees with the first") }
+        return
+      }
+      file?.hashes.append(digest)
+    case .failure(let problem):
+      error(textMark, "bad <hash type=\"\(typeText)\">: \(problem.message)")
+    }
+  }
+
+  func endPieceHash(_ captured: String) {
+    guard var draft = pieces, !draft.broken, let algorithm = draft.algorithm else { return }
+    switch ExpectedDigest.parse(captured, algorithm: algorithm) {
+    case .success(let digest):
+      draft.hashes.append(digest.hex)
+      draft.indices.append(textAttributes["piece"].map { Int($0.trimmingSpaces) ?? -1 })
+    case .failure(let problem):
+      error(textMark, "bad piece <hash>: \(problem.message)")
+      draft.broken = true
+    }
+    pieces = draft
+  }
+
+  func endPieces() {
+    guard let draft = pieces else { return }
+    pieces = nil
+    text = nil
+    guard !draft.broken, let length = draft.length else { return }
+    guard let algorithm = draft.algorithm else {
+      diagnostics.warning(
+        draft.mark, "<pieces type=\"\(draft.typeText)\"> is ignored: batchdl checks sha-256, sha-512, sha-1 and md5")
+      return
+    }
+    var hashes = draft.hashes
+    if draft.indices.contains(where: { $0 != nil }) {
+      // Metalink 3 numbers its pieces: every number from 0 once, in any order.
+      let numbered = zip(draft.indices, draft.hashes).map { (index: $0 ?? -1, hash: $1) }
+      let sorted = numbered.sorted { $0.index < $1.index }
+      guard sorted.enumerated().allSatisfy({ $0.offset == $0.element.index }) else {
+        error(draft.mark, "the piece numbers of <pieces> must be 0, 1, 2... each once")
+        return
+      }
+      hashes = sorted.map(\.hash)
+    }
+    let result = MetalinkPieces(length: length, algorithm: algorithm, hashes: hashes, mark: draft.mark)
+    file?.pieces.append(result)
+  }
+
+  func endFile() {
+    guard let draft = file else { return }
+    file = nil
+    text = nil
+    let mark = draft.mark
+    var name = ""
+    switch Self.checkName(draft.name) {
+    case .success(let value): name = value
+    case .failure(let problem):
+      error(mark, problem.message + "; this file is left out")
+      return
+    }
+    let shown = "'\(name)'"
+    if let first = names[name] {
+      error(mark, "file \(shown) is listed twice (first at line \(first.line)); the second is left out")
+      return
+    }
+    names[name] = mark
+    if draft.broken {
+      diagnostics.warning(mark, "file \(shown) is left out because of the errors above")
+      return
+    }
+    if let size = draft.size {
+      for pieces in draft.pieces where Int64(pieces.hashes.count) != pieces.count(forSize: size) {
+        error(
+          pieces.mark,
+          "<pieces> of \(shown) lists \(pieces.hashes.count) hashes, but \(size) bytes in pieces of \(pieces.length) make \(pieces.count(forSize: size)); this file is left out"
+        )
+        return
+      }
+    }
+    let sources = draft.sources.sorted { lhs, rhs in
+      let left = rank(lhs.source.priority)
+      let right = rank(rhs.source.priority)
+      return left != right ? left < right : lhs.order < rhs.order
+    }.map(\.source)
+    guard !sources.isEmpty else {
+      error(mark, "file \(shown) has no http or https <url>; this file is left out")
+      return
+    }
+    let hashes = draft.hashes.sorted { $0.algorithm < $1.algorithm }
+    if let best = hashes.first, !best.algorithm.isStrong {
+      diagnostics.warning(
+        mark,
+        "file \(shown) has only a \(best.algorithm.rawValue) hash, which is weak: it is checked, but cannot prove the file was not replaced; ask the publisher for sha-256"
+      )
+    }
+    let pieces = draft.pieces.min { $0.algorithm < $1.algorithm }
+    files.append(
+      MetalinkFile(name: name, mark: mark, size: draft.size, sources: sources, hashes: hashes, pieces: pieces))
+  }
+
+  /// Sort key of a source: the lowest first.
+  func rank(_ priority: Int?) -> Int {
+    guard let priority else { return Int.max }
+    return version == .v3 ? 100 - priority : priority
+  }
+
+  /// A file name as a relative path that stays inside its folder, normalized.
+  static func checkName(_ name: String?) -> Result<String, MetalinkProblem> {
+    guard let name, !name.isEmpty else { return .failure(MetalinkProblem("<file> has no name (name=\"...\")")) }
+    let shown = name.count > 80 ? String(name.prefix(80)) + "…" : name
+    if name.hasPrefix("/") {
+      return .failure(MetalinkProblem("file name '\(shown)' is absolute; Metalink names are relative to 'to:'"))
+    }
+    if name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+      return .failure(MetalinkProblem("file name '\(shown)' contains a control character"))
+    }
+    if name.split(separator: "/", omittingEmptySubsequences: false).contains("..") {
+      return .failure(MetalinkProblem("file name '\(shown)' contains '..'; it could escape 'to:'"))
+    }
+    if name.hasSuffix("/") { return .failure(MetalinkProblem("file name '\(shown)' names a folder, not a file")) }
+    switch PathRules.normalize(name, allowAbsolute: false) {
+    case .success(let value) where !value.isEmpty: return .success(value)
+    case .success: return .failure(MetalinkProblem("file name '\(shown)' names the folder itself, not a file"))
+    case .failure(let problem): return .failure(MetalinkProblem("file name '\(shown)' \(problem.message)"))
+    }
+  }
+
+  /// A short description of a libxml2 error code (as `XMLParser` reports it).
+  static func describe(code: Int) -> String {
+    switch code {
+    case 4: return "the document is empty"
+    case 5: return "the document ends before its elements are closed"
+    case 9: return "an invalid character"
+    case 26: return "an undeclared entity (&name;); write &amp; for '&'"
+    case 38, 39, 40, 41: return "a bad attribute (write name=\"value\")"
+    case 64: return "an XML declaration (<?xml ...?>) that is not at the very start"
+    case 73: return "a '>' is missing"
+    case 76: return "a closing tag does not match the element it closes"
+    case 85: return "text after the closing </metalink>, or an element left open"
+    case 89: return "entities that refer to each other in a loop"
+    default: return "libxml2 error \(code)"
+    }
+  }
+}
+
+extension Metalink {
+  /// One URL parser for all documents (libcurl's handle is not thread-safe: used under a lock).
+  static let normalizer = LockedNormalizer()
+}
+
+/// A `URLNormalizer` behind a lock.
+final class LockedNormalizer: @unchecked Sendable {
+  private let lock = NSLock()
+  private let normalizer = URLNormalizer()
+
+  func withLock<T>(_ body: (URLNormalizer) -> T) -> T {
+    lock.lock()
+    defer { lock.unlock() }
+    return body(normalizer)
+  }
+}
