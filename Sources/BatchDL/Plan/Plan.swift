@@ -70,6 +70,9 @@ public struct PlannedRequest: Sendable {
   /// The key that decides the shard: the smallest key of the requests joined to this one by `after:`
   /// that wait for nothing themselves.
   public var shardKey: RequestKey
+  /// Other URLs serving the same bytes (normalized, in `Plan.text`), in the order to try them after
+  /// `url`: the tasks' `mirrors:` and their sessions' `mirrors:` maps.
+  public var mirrors: [TextRef] = []
 }
 
 /// What `plan` and `run` work from: every task once, every request once, in the order to send them.

@@ -153,9 +153,20 @@ private struct PlanBuilder {
     } else if destination == nil {
       idRef = text.append(redactor.url(spec.url))
     }
+    var mirrors: [NormalizedURL] = []
+    if spec.kind == .download {
+      let written =
+        spec.mirrors.map { ($0.url, $0.mark) } + session.mirrorURLs(for: spec.url).map { ($0, spec.urlMark) }
+      for (url, mark) in written {
+        switch normalizer.normalize(url) {
+        case .success(let value): mirrors.append(value)
+        case .failure(let problem): diagnostics.error(mark, "mirror: \(problem.description)")
+        }
+      }
+    }
     let task = add(
       context: context, normalized: normalized, urlRef: urlRef, toRef: toRef, idRef: idRef, line: 0,
-      mark: spec.mark, explicitID: spec.id != nil)
+      mark: spec.mark, explicitID: spec.id != nil, mirrors: mirrors)
     if let task {
       if spec.id != nil, let mark = spec.idMark { explicitIDs.append((task, mark)) }
       if !spec.after.isEmpty { afterRefs.append((task, spec.after)) }
@@ -302,10 +313,35 @@ private struct PlanBuilder {
     }
     let urlRef = normalized.text == url ? TextRef.none : text.append(urlBytes)
     let toRef = text.append(destination)
+    // The session's `mirrors:` map gives a line's download its mirrors (none when it has no map).
+    var mirrors: [NormalizedURL] = []
+    if !session.mirrors.isEmpty && context.kind == .download {
+      for mirror in session.mirrorURLs(for: url) {
+        switch normalizer.normalize(mirror) {
+        case .success(let value): mirrors.append(value)
+        case .failure(let problem):
+          lineHadProblem = true
+          if report { diagnostics.error(mark, "mirror: \(problem.description)") }
+          return
+        }
+      }
+    }
     let task = add(
       context: context, normalized: normalized, urlRef: urlRef, toRef: toRef, idRef: toRef, line: Int32(line),
-      mark: mark, explicitID: false, quiet: !report)
+      mark: mark, explicitID: false, quiet: !report, mirrors: mirrors)
     if let task, !after.isEmpty { afterRefs.append((task, after)) }
+  }
+
+  /// Adds mirrors to a request's sources: in order, after those it has, leaving out its own URL and
+  /// any it has already (tasks sharing a request bring the union of their mirrors).
+  mutating func addMirrors(_ mirrors: [NormalizedURL], to request: Int32) {
+    for mirror in mirrors {
+      let existing = requests[Int(request)]
+      if text.equals(existing.url, mirror.text) || existing.mirrors.contains(where: { text.equals($0, mirror.text) }) {
+        continue
+      }
+      requests[Int(request)].mirrors.append(text.append(mirror.text))
+    }
   }
 
   /// The destination relative to the manifest's folder, or nil after reporting why there is none.
@@ -365,7 +401,7 @@ private struct PlanBuilder {
   /// conflicts with an earlier task (reported unless `quiet`).
   mutating func add(
     context: EntryContext, normalized: NormalizedURL, urlRef: TextRef, toRef: TextRef, idRef: TextRef, line: Int32,
-    mark: SourceMark, explicitID: Bool, quiet: Bool = false
+    mark: SourceMark, explicitID: Bool, quiet: Bool = false, mirrors: [NormalizedURL] = []
   ) -> Int32? {
     var hasher = context.prefix
     var normalizedText = normalized.text
@@ -432,6 +468,7 @@ private struct PlanBuilder {
       if context.priority < requests[Int(existingRequest)].priority {
         requests[Int(existingRequest)].priority = context.priority
       }
+      addMirrors(mirrors, to: existingRequest)
     } else {
       requestNumber = Int32(requests.count)
       requestIndex.insert(requestNumber, hash: key.low) { [requests] in requests[Int($0)].key.low }
@@ -442,6 +479,7 @@ private struct PlanBuilder {
           key: key, method: context.method, url: requestURL, host: host, session: context.session,
           priority: context.priority, firstTask: taskIndex, taskCount: 1, dependencies: [], shardKey: key))
       lastSharing.append(taskIndex)
+      addMirrors(mirrors, to: requestNumber)
     }
     let finalURL = urlRef.isNone ? requests[Int(requestNumber)].url : urlRef
     tasks.append(

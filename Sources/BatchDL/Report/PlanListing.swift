@@ -86,6 +86,11 @@ public struct PlanListing {
         text += ", after " + after.joined(separator: ", ")
       }
       text += ")\n"
+      for mirror in request.mirrors {
+        text += "    mirror "
+        text += redactor.url(plan.text.string(mirror))
+        text += "\n"
+      }
       for task in plan.tasks(of: request) {
         text += "    "
         text += task.kind.rawValue
@@ -147,6 +152,14 @@ public struct PlanListing {
       JSON.quote(redactor.text(plan.hosts[Int(request.host)]), into: &text)
       text += ",\"key\":\"" + request.key.description + "\",\"method\":"
       JSON.quote(request.method, into: &text)
+      if !request.mirrors.isEmpty {
+        text += ",\"mirrors\":["
+        for (offset, mirror) in request.mirrors.enumerated() {
+          if offset > 0 { text += "," }
+          JSON.quote(redactor.url(plan.text.string(mirror)), into: &text)
+        }
+        text += "]"
+      }
       text += ",\"position\":" + String(position[Int(index)]) + ",\"priority\":\"" + request.priority.rawValue + "\""
       if let decision {
         text += ",\"reason\":"
