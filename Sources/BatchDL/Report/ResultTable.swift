@@ -20,6 +20,19 @@ struct ResultTable {
     var transferred: Int64
     /// NaN: none.
     var seconds: Double
+    /// Sources of a download with mirrors (rare: nil for all others).
+    var sources: Sources?
+  }
+
+  /// What a download with mirrors adds to its result.
+  private final class Sources {
+    let used: [SourceBytes]
+    let errors: [SourceFailure]
+
+    init(used: [SourceBytes], errors: [SourceFailure]) {
+      self.used = used
+      self.errors = errors
+    }
   }
 
   private var rows: [Row] = []
@@ -42,7 +55,9 @@ struct ResultTable {
         sha256: result.sha256.map { text.append($0) } ?? .none,
         status: result.status.flatMap { Int32(exactly: $0) } ?? .min, attempts: Int32(clamping: result.attempts),
         size: result.size ?? .min, resumedFrom: result.resumedFrom, transferred: result.transferred,
-        seconds: result.seconds ?? .nan))
+        seconds: result.seconds ?? .nan,
+        sources: result.sources.isEmpty && result.sourceErrors.isEmpty
+          ? nil : Sources(used: result.sources, errors: result.sourceErrors)))
   }
 
   /// The row's result made whole: `base` gives the plan's part (id, session, kind, URL, `to`).
@@ -58,6 +73,8 @@ struct ResultTable {
     result.resumedFrom = row.resumedFrom
     result.transferred = row.transferred
     result.seconds = row.seconds.isNaN ? nil : row.seconds
+    result.sources = row.sources?.used ?? []
+    result.sourceErrors = row.sources?.errors ?? []
     return result
   }
 

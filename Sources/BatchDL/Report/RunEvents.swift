@@ -9,6 +9,8 @@ public enum RunEvent: Sendable {
   case resumed(task: String, offset: Int64)
   /// `didWriteData`: bytes so far (throttled).
   case progress(task: String, bytes: Int64, expected: Int64?)
+  /// A source of a download with mirrors failed and was set aside.
+  case sourceFailed(task: String, url: String, code: String, message: String)
   /// An attempt failed; the task will be tried again.
   case retrying(task: String, attempt: Int, delay: Interval, code: String, message: String)
   /// `didBecome downloadTask`: a data task's body moved to a file.
@@ -38,6 +40,11 @@ public enum RunEvent: Sendable {
       return [
         "event": .string("retrying"), "task": .string(task), "attempt": .int(attempt),
         "delay_ms": .int(delay.milliseconds), "error": .object(["code": .string(code), "message": .string(message)]),
+      ]
+    case .sourceFailed(let task, let url, let code, let message):
+      return [
+        "event": .string("source_failed"), "task": .string(task), "url": .string(url),
+        "error": .object(["code": .string(code), "message": .string(message)]),
       ]
     case .becameDownload(let task, let to):
       return ["event": .string("became_download"), "task": .string(task), "to": .string(to)]
@@ -86,6 +93,10 @@ public struct TaskResult: Sendable {
   public var transferred: Int64 = 0
   /// The plan's task, in a run: what its id, session, kind, URL and destination were made from.
   var task: PlannedTask?
+  /// A download that tried more than one source: each, with the bytes it gave (URLs masked).
+  public var sources: [SourceBytes] = []
+  /// `all-sources-failed`: each source's last error (URLs and messages masked).
+  public var sourceErrors: [SourceFailure] = []
 
   public init(
     id: String, session: String, kind: TaskKind, url: String, to: String?, outcome: TaskOutcome, status: Int? = nil,
@@ -130,7 +141,20 @@ public struct TaskResult: Sendable {
     if let size { fields["size"] = .int(size) }
     if let sha256 { fields["sha256"] = .string(sha256) }
     if let source { fields["source"] = .string(source) }
-    if let error { fields["error"] = .object(["code": .string(error.code), "message": .string(error.message)]) }
+    if let error {
+      var object: [String: JSON] = ["code": .string(error.code), "message": .string(error.message)]
+      if !sourceErrors.isEmpty {
+        object["sources"] = .array(
+          sourceErrors.map {
+            .object(["url": .string($0.url), "code": .string($0.code.rawValue), "message": .string($0.message)])
+          })
+      }
+      fields["error"] = .object(object)
+    }
+    if !sources.isEmpty {
+      fields["sources"] = .array(
+        sources.sorted { $0.url < $1.url }.map { .object(["url": .string($0.url), "bytes": .int($0.bytes)]) })
+    }
     if timings, let seconds { fields["seconds"] = .string(TextFormat.fixed(seconds, decimals: 3)) }
     return fields
   }

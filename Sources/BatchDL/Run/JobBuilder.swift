@@ -146,6 +146,19 @@ final class JobBuilder: TransferJobSource {
       }
       .map { $0.name.lowercased() })
     spec.decodeContent = tasks.allSatisfy { $0.kind == .data }
+    if !request.mirrors.isEmpty {
+      spec.mirrors = request.mirrors.map { ref in
+        let url = plan.text.string(ref)
+        let host =
+          URLNormalizer.alreadyNormal(url)?.authority ?? (try? mirrorNormalizer.normalize(url).get())?.authority
+        return TransferSource(url: url, hostKey: host ?? url)
+      }
+      // A source whose bytes disagree with what the owner task expects is set aside.
+      if let owner = plan.owner(of: request), case .task(let expected) = plan.entry(of: owner) {
+        spec.expectedSize = expected.size
+        spec.expectedSHA256 = expected.sha256
+      }
+    }
     spec.cookieJar = cookieJars[Int(request.session)]
     spec.waitsForConnectivity = session.network.waitsForConnectivity
     return (spec, owner)
@@ -175,4 +188,6 @@ final class JobBuilder: TransferJobSource {
   }
 
   private let networkPolicy = NetworkPolicy()
+  /// For the hosts of mirrors that are not in normal form already (planned URLs nearly always are).
+  private let mirrorNormalizer = URLNormalizer()
 }

@@ -89,6 +89,10 @@ final class ObserverRelay<Observer: TransferObserver & SendableMetatype>: Transf
     hand { self.observer.transferWillRetry(job, after: delay, failure: failure) }
   }
 
+  func transferSourceFailed(_ job: Int, url: String, failure: TransferFailure) {
+    hand { self.observer.transferSourceFailed(job, url: url, failure: failure) }
+  }
+
   func transferCompleted(_ job: Int, outcome: Result<TransferResult, TransferFailure>, spent: Int64) {
     hand { self.observer.transferCompleted(job, outcome: outcome, spent: spent) }
   }

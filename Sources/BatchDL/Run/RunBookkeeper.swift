@@ -294,6 +294,16 @@ final class RunBookkeeper: TransferObserver {
     }
   }
 
+  public func transferSourceFailed(_ job: Int, url: String, failure: TransferFailure) {
+    let tasks = plan.tasks(of: request(ofJob: job))
+    let url = redactor.url(url)
+    let message = redactor.text(failure.message)
+    for task in tasks {
+      emit(.sourceFailed(task: id(task), url: url, code: failure.code.rawValue, message: message))
+    }
+    display.note("source \(url) of \(id(tasks[0])) set aside: \(failure.code): \(message)")
+  }
+
   public func transferWillRetry(_ job: Int, after delay: Interval, failure: TransferFailure) {
     let tasks = plan.tasks(of: request(ofJob: job))
     for task in tasks {
@@ -427,6 +437,9 @@ final class RunBookkeeper: TransferObserver {
     result.attempts = failure.attempts
     result.status = failure.status ?? status
     result.error = (failure.code.rawValue, redactor.text(failure.message))
+    result.sourceErrors = failure.sources.map {
+      SourceFailure(url: redactor.url($0.url), code: $0.code, message: redactor.text($0.message))
+    }
     return result
   }
 
@@ -459,6 +472,7 @@ final class RunBookkeeper: TransferObserver {
       outcome.source = index == 0 ? "network" : "duplicate"
       outcome.resumedFrom = result.resumedFrom
       outcome.transferred = index == 0 ? result.transferred : 0
+      outcome.sources = result.sources.map { SourceBytes(url: redactor.url($0.url), bytes: $0.bytes) }
       outcome.outcome = .completed
       if let problem = expectationProblem(task, result) {
         let failure = TransferFailure(code: problem.0, message: problem.1, attempts: result.attempts)

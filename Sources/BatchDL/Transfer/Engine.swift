@@ -76,6 +76,9 @@ public protocol TransferObserver: AnyObject {
   func transferBecameDownload(_ job: Int)
   /// An attempt failed and will be tried again after `delay`.
   func transferWillRetry(_ job: Int, after delay: Interval, failure: TransferFailure)
+  /// A source of a download with mirrors failed and was set aside (the job goes on from the next
+  /// one, or fails when it was the last).
+  func transferSourceFailed(_ job: Int, url: String, failure: TransferFailure)
   /// The job ended: it succeeded, or failed for good. `spent` is the time charged to it against
   /// `timeouts.resource`, across runs (ms).
   func transferCompleted(_ job: Int, outcome: Result<TransferResult, TransferFailure>, spent: Int64)
@@ -93,6 +96,7 @@ public protocol TransferObserver: AnyObject {
 
 extension TransferObserver {
   public var wantsResponses: Bool { true }
+  public func transferSourceFailed(_ job: Int, url: String, failure: TransferFailure) {}
 }
 
 /// A download's progress on disk, as a checkpoint records it.
@@ -121,11 +125,18 @@ public final class Engine {
     var spec: TransferSpec
     let failure: TransferFailure?
     let admission: (@Sendable () -> Admission)?
+    /// The URL and its mirrors, for a download that has mirrors.
+    let sources: SourceList?
+    /// Attempts made on earlier sources: each source has the retries of `spec.retry`.
+    var attemptsBefore = 0
 
     init(_ job: TransferJob) {
       spec = job.spec
       failure = job.failure
       admission = job.admission
+      sources =
+        job.spec.mirrors.isEmpty
+        ? nil : SourceList([TransferSource(url: job.spec.url, hostKey: job.spec.hostKey)] + job.spec.mirrors)
     }
   }
 
@@ -202,11 +213,6 @@ public final class Engine {
     self.observer = observer
     jobs = Array(repeating: JobState(), count: source.count)
     remaining = jobs.count
-    struct QueueName: Hashable {
-      var session: Int
-      var host: String
-    }
-    var keys: [QueueName: Int] = [:]
     var maxHost = 0
     // Jobs of one host tend to come together: the last queue is checked before the table.
     var previous: (name: QueueName, key: Int)?
@@ -216,17 +222,8 @@ public final class Engine {
       let key: Int
       if let previous, previous.name == name {
         key = previous.key
-      } else if let existing = keys[name] {
-        key = existing
       } else {
-        key = keyQueues.count
-        keys[name] = key
-        keyQueues.append(MinHeap())
-        keyHost.append(name.host)
-        keySession.append(name.session)
-        keyHostLimit.append(queue.hostLimit)
-        keySessionLimit.append(queue.sessionLimit)
-        queuedHead.append(nil)
+        key = queueKey(queue)
         maxHost = max(maxHost, queue.hostLimit)
       }
       jobs[index].key = key
@@ -237,6 +234,29 @@ public final class Engine {
     }
     try multi.set(CURLMOPT_MAX_HOST_CONNECTIONS, maxHost > 0 ? maxHost : 6)
     try multi.set(CURLMOPT_MAXCONNECTS, max(32, min(self.globalLimit, Limits.count) * 2))
+  }
+
+  private struct QueueName: Hashable {
+    var session: Int
+    var host: String
+  }
+
+  /// The queue of each session and host.
+  private var queueKeys: [QueueName: Int] = [:]
+
+  /// The queue of a session and host, made on first use.
+  private func queueKey(_ queue: TransferQueue) -> Int {
+    let name = QueueName(session: queue.session, host: queue.host)
+    if let key = queueKeys[name] { return key }
+    let key = keyQueues.count
+    queueKeys[name] = key
+    keyQueues.append(MinHeap())
+    keyHost.append(name.host)
+    keySession.append(name.session)
+    keyHostLimit.append(queue.hostLimit)
+    keySessionLimit.append(queue.sessionLimit)
+    queuedHead.append(nil)
+    return key
   }
 
   /// A job's transfer, built when first needed.
@@ -498,10 +518,24 @@ public final class Engine {
     }
     jobs[job].redirects = 0
     jobs[job].transferred += transfer.bodyBytesReceived
+    built.sources?.received(transfer.bodyBytesReceived)
     var outcome = transfer.outcome(code, attempts: jobs[job].attempts)
     if case .success(var result) = outcome {
       result.transferred = jobs[job].transferred
       outcome = .success(result)
+      if let sources = built.sources, !cancelled.isSet {
+        result.sources = sources.used
+        outcome = .success(result)
+        if let problem = SourceList.contentProblem(result, spec: built.spec) {
+          if sources.refetchWhole(after: problem, result) {
+            // Bytes of two sources that do not make the file: fetch it whole from this one.
+            built.spec.resume = nil
+            enqueue(job)
+            return
+          }
+          outcome = .failure(problem)
+        }
+      }
     }
     if case .failure(let failure) = outcome, failure.code == .resumeRestart, !cancelled.isSet {
       // The server cannot continue this partial file: start over at once, without an attempt charged.
@@ -511,7 +545,7 @@ public final class Engine {
       return
     }
     if case .failure(let failure) = outcome, FailureClassifier.isRetryable(failure), !cancelled.isSet,
-      jobs[job].attempts < built.spec.retry.attempts || waitsForConnectivity(job, failure)
+      jobs[job].attempts - built.attemptsBefore < built.spec.retry.attempts || waitsForConnectivity(job, failure)
     {
       // Continue from what this attempt wrote when the response allows it; else start over.
       built.spec.resume = transfer.resumePoint
@@ -531,6 +565,20 @@ public final class Engine {
       timers.push(Timer(due: now + UInt64(delay.milliseconds), job: job))
       return
     }
+    if let sources = built.sources, case .failure(let failure) = outcome, !cancelled.isSet,
+      SourceList.isSourceFailure(failure)
+    {
+      let url = sources.url
+      observer?.transferSourceFailed(job, url: url, failure: failure)
+      if let next = sources.setAside(failure) {
+        switchSource(
+          job, to: next,
+          keeping: failure.code == .checksumMismatch || failure.code == .sizeMismatch
+            ? nil : transfer.resumePoint)
+        return
+      }
+      outcome = .failure(sources.allFailed(attempts: jobs[job].attempts))
+    }
     if case .success = outcome { announce(transfer) }
     if case .failure = outcome, let sink = transfer.fileSink, transfer.resumePoint != nil,
       let point = checkpoint(transfer, durable: sink.syncNow())
@@ -539,6 +587,22 @@ public final class Engine {
       observer?.transferCheckpoints([point])
     }
     complete(job, outcome)
+  }
+
+  /// Goes on from the next source: its own retries, the caps of its host, and the kept bytes only
+  /// where `If-Range` with a strong ETag guards them (else the file starts over).
+  private func switchSource(_ job: Int, to next: TransferSource, keeping resume: TransferSpec.Resume?) {
+    let built = built(job)
+    built.spec.resume = resume.flatMap { SourceList.mayContinue($0) ? $0 : nil }
+    built.spec.conditional = nil
+    built.spec.url = next.url
+    built.spec.hostKey = next.hostKey
+    built.attemptsBefore = jobs[job].attempts
+    jobs[job].key = queueKey(
+      TransferQueue(
+        session: built.spec.sessionKey, host: next.hostKey, sessionLimit: built.spec.sessionLimit,
+        hostLimit: built.spec.hostLimit))
+    enqueue(job)
   }
 
   /// Sends the next hop of a redirect that the engine follows itself (at most 10, as libcurl).
@@ -574,7 +638,7 @@ public final class Engine {
   /// Exponential backoff with equal jitter, at least the server's `Retry-After` (capped at an hour).
   private func backoff(job: Int, retryAfterSeconds: Int64) -> Interval {
     let policy = built(job).spec.retry
-    let exponent = max(0, min(jobs[job].attempts - 1, 30))
+    let exponent = max(0, min(jobs[job].attempts - built(job).attemptsBefore - 1, 30))
     // Doubling stops at the cap rather than wrapping around (a long backoff doubled 30 times).
     let doubled =
       policy.backoff.milliseconds > Int64.max >> exponent ? Int64.max : policy.backoff.milliseconds << exponent

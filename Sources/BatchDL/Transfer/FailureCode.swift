@@ -9,12 +9,14 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, CustomStringConve
   case rangeMismatch, resumeRestart, badResponse, tls, tooManyRedirects, `protocol`
   case write, read, diskFull, url, cancelled, `internal`
   case bodyTooLarge, unsafePath, dependency, policy, checksumMismatch, sizeMismatch, state, cacheMiss
+  /// Every source of a download (its URL and mirrors) failed; the error lists each one's.
+  case allSourcesFailed
 
   /// Every code without a number (`http-NNN` and `curl-N` excepted).
   public static let named: [FailureCode] = [
     .connect, .dns, .timeout, .network, .incomplete, .rangeMismatch, .resumeRestart, .badResponse, .tls,
     .tooManyRedirects, .protocol, .write, .read, .diskFull, .url, .cancelled, .internal, .bodyTooLarge,
-    .unsafePath, .dependency, .policy, .checksumMismatch, .sizeMismatch, .state, .cacheMiss,
+    .unsafePath, .dependency, .policy, .checksumMismatch, .sizeMismatch, .state, .cacheMiss, .allSourcesFailed,
   ]
 
   public var rawValue: String {
@@ -46,6 +48,7 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, CustomStringConve
     case .sizeMismatch: "size-mismatch"
     case .state: "state"
     case .cacheMiss: "cache-miss"
+    case .allSourcesFailed: "all-sources-failed"
     }
   }
 

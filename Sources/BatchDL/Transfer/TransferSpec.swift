@@ -111,6 +111,12 @@ public struct TransferSpec: Sendable {
   /// values from `${VAR}`): when there are any, batchdl follows redirects itself and drops them
   /// when a redirect leaves the origin.
   public var originOnlyHeaders: Set<String> = []
+  /// Other URLs serving the same bytes, tried in order when the source in use fails (`mirrors:`).
+  public var mirrors: [TransferSource] = []
+  /// What the body must be (`size:`, `sha256:` of a download with mirrors): a source whose bytes
+  /// disagree is set aside.
+  public var expectedSize: Int64?
+  public var expectedSHA256: String?
 
   public init(
     method: String, url: String, headers: [String], body: Body, target: Target, requestTimeout: Interval,
@@ -156,6 +162,8 @@ public struct TransferResult: Sendable {
   /// Body bytes received from the network in this run, over all attempts (not those kept from
   /// an earlier run).
   public var transferred: Int64 = 0
+  /// The sources tried, with the bytes each gave, when there was more than one.
+  public var sources: [SourceBytes] = []
 
   /// The result with `sha256` computed from `body` where the engine left that to the run.
   public func withDigest() -> TransferResult {
@@ -172,6 +180,8 @@ public struct TransferFailure: Error, Sendable, CustomStringConvertible {
   public var message: String
   public var status: Int?
   public var attempts: Int
+  /// For `all-sources-failed`: each source's last error.
+  public var sources: [SourceFailure] = []
 
   public init(code: FailureCode, message: String, status: Int? = nil, attempts: Int = 0) {
     self.code = code

@@ -1,0 +1,124 @@
+import Crypto
+
+/// A URL that serves a download's bytes: the one it was asked for or a mirror, with the host whose
+/// caps it counts against.
+public struct TransferSource: Sendable, Equatable {
+  public var url: String
+  public var hostKey: String
+
+  public init(url: String, hostKey: String) {
+    self.url = url
+    self.hostKey = hostKey
+  }
+}
+
+/// The bytes one source gave a download (the report's `sources`).
+public struct SourceBytes: Sendable, Equatable {
+  public var url: String
+  public var bytes: Int64
+}
+
+/// Why a source was set aside (the report's `error.sources`).
+public struct SourceFailure: Sendable, Equatable {
+  public var url: String
+  public var code: FailureCode
+  public var message: String
+}
+
+/// The sources of one download and what happened at each: the URL it was asked for, then its
+/// mirrors in order; the one in use; the bytes each gave; why each was set aside. The engine keeps
+/// one per job that has mirrors, for the job's length.
+///
+/// Rules (docs/sources.md): a source that fails for a reason of its own (it cannot be reached, it
+/// answers 5xx, 404 or 410 after its retries, it sends bytes that disagree with `size:` or
+/// `sha256:`) is set aside for the rest of the task, and the task goes on from the next source.
+/// Kept bytes go on to the next source only under `If-Range` with a strong ETag: a source with
+/// another version answers with the whole file, and the file starts over. A file joined from two
+/// sources whose digest fails is fetched again whole from one source before that source is blamed.
+final class SourceList {
+  let sources: [TransferSource]
+  private(set) var current = 0
+  /// Body bytes received from each source.
+  private(set) var bytes: [Int64]
+  private(set) var failures: [SourceFailure] = []
+  /// Whether the joined file was already fetched again whole after a digest failure.
+  private var refetched = false
+
+  init(_ sources: [TransferSource]) {
+    self.sources = sources
+    bytes = Array(repeating: 0, count: sources.count)
+  }
+
+  var url: String { sources[current].url }
+
+  func received(_ count: Int64) { bytes[current] += count }
+
+  /// Whether a failure is the source's own (another source may do better), not the task's or
+  /// this machine's.
+  static func isSourceFailure(_ failure: TransferFailure) -> Bool {
+    switch failure.code {
+    case .connect, .dns, .tls, .timeout, .network, .incomplete, .rangeMismatch, .badResponse, .protocol,
+      .tooManyRedirects, .checksumMismatch, .sizeMismatch, .curl:
+      return true
+    case .http(let status):
+      return status == 404 || status == 410 || status == 408 || status == 429 || (500...599).contains(status)
+    default:
+      return false
+    }
+  }
+
+  /// What is wrong with a complete body against the expected size and digest, if anything.
+  static func contentProblem(_ result: TransferResult, spec: TransferSpec) -> TransferFailure? {
+    if let size = spec.expectedSize, result.size != size {
+      return TransferFailure(
+        code: .sizeMismatch, message: "the source sent \(result.size) bytes where size: says \(size)",
+        attempts: result.attempts)
+    }
+    if let expected = spec.expectedSHA256, result.withDigest().sha256 != expected.lowercased() {
+      return TransferFailure(
+        code: .checksumMismatch, message: "the bytes do not have the expected SHA-256 \(expected)",
+        attempts: result.attempts)
+    }
+    return nil
+  }
+
+  /// Whether bytes of more than one source went into the file a result describes.
+  func joined(_ result: TransferResult) -> Bool {
+    result.resumedFrom > 0 && bytes.indices.contains { $0 != current && bytes[$0] > 0 }
+  }
+
+  /// For a joined file whose digest failed, the first time: fetch it again whole from the same
+  /// source (true), before that source is blamed.
+  func refetchWhole(after failure: TransferFailure, _ result: TransferResult?) -> Bool {
+    guard failure.code == .checksumMismatch, !refetched, let result, joined(result) else { return false }
+    refetched = true
+    return true
+  }
+
+  /// Sets the current source aside for `failure`; returns the next source, or nil when none is left.
+  func setAside(_ failure: TransferFailure) -> TransferSource? {
+    failures.append(SourceFailure(url: url, code: failure.code, message: failure.message))
+    guard current + 1 < sources.count else { return nil }
+    current += 1
+    return sources[current]
+  }
+
+  /// Kept bytes go on to the next source only where `If-Range` with a strong ETag guards them.
+  static func mayContinue(_ resume: TransferSpec.Resume) -> Bool {
+    resume.validator.hasPrefix("\"")
+  }
+
+  /// The failure of a download whose every source failed: each source's last error.
+  func allFailed(attempts: Int) -> TransferFailure {
+    let each = failures.map { "\($0.url): \($0.code): \($0.message)" }.joined(separator: "; ")
+    var failure = TransferFailure(
+      code: .allSourcesFailed, message: "every source failed (\(failures.count)): \(each)", attempts: attempts)
+    failure.sources = failures
+    return failure
+  }
+
+  /// The report's `sources` when more than one source was tried: each, with the bytes it gave.
+  var used: [SourceBytes] {
+    current == 0 ? [] : (0...current).map { SourceBytes(url: sources[$0].url, bytes: bytes[$0]) }
+  }
+}

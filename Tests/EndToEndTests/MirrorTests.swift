@@ -1,0 +1,183 @@
+import Foundation
+import TestServer
+import TestSupport
+import Testing
+
+/// Failover across a download's URL and its mirrors, against servers that fail the ways mirrors
+/// do: a port that refuses, a 503, a 404, a lying body, another version of the file.
+@Suite(.serialized) struct MirrorFailoverTests {
+  static let length = 300_000
+
+  @Test func aDownloadGoesOnFromTheNextSourceUntilOneServesIt() throws {
+    let fixture = try RunFixture()
+    let refused = try RefusedPort()
+    let busy = try TestHTTPServer()
+    defer { busy.stop() }
+    busy.route("/f.bin", .status(503))
+    fixture.server.route("/f.bin", .file(.version(1, length: Self.length)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 2, backoff: 10ms}
+          tasks:
+            - download: \(refused.url("/f.bin"))
+              to: f.bin
+              mirrors: [\(busy.url("/f.bin")), BASE/f.bin]
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("f.bin", FileResource.versionBytes(1, length: Self.length)))
+    let task = try #require(try fixture.tasks()["f.bin"])
+    #expect(task["outcome"] as? String == "completed")
+    let sources = try #require(task["sources"] as? [[String: Any]])
+    #expect(sources.count == 3)
+    #expect(sources.first { ($0["url"] as? String) == fixture.server.url("/f.bin") }?["bytes"] as? Int == Self.length)
+    let failed = fixture.events().filter { $0["event"] as? String == "source_failed" }
+    #expect(failed.map { $0["url"] as? String } == [refused.url("/f.bin"), busy.url("/f.bin")])
+    #expect(busy.stats(for: "/f.bin").requests == 2, "each source has its own retries")
+  }
+
+  @Test func aDownloadWhoseEverySourceFailsListsEachError() throws {
+    let fixture = try RunFixture()
+    let refused = try RefusedPort()
+    fixture.server.route("/gone.bin", .status(404))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          tasks:
+            - download: BASE/gone.bin
+              to: gone.bin
+              mirrors: [\(refused.url("/gone.bin"))]
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1)
+    #expect(!fixture.files().contains("gone.bin"))
+    let task = try #require(try fixture.tasks()["gone.bin"])
+    let error = try #require(task["error"] as? [String: Any])
+    #expect(error["code"] as? String == "all-sources-failed")
+    let sources = try #require(error["sources"] as? [[String: Any]])
+    #expect(sources.map { $0["code"] as? String } == ["http-404", "connect"])
+    #expect(sources.map { $0["url"] as? String } == [fixture.server.url("/gone.bin"), refused.url("/gone.bin")])
+  }
+
+  @Test func bytesOfAnotherVersionAreNeverJoined() throws {
+    // The first source has version 1 and breaks off half way; the mirror has version 2 of the same
+    // length. The mirror answers If-Range with its whole file: the result is version 2 alone.
+    let fixture = try RunFixture()
+    let other = try TestHTTPServer()
+    defer { other.stop() }
+    var first = FileResource.version(1, length: Self.length)
+    first.dropAfter = Self.length / 2
+    fixture.server.route("/v.bin", .file(first))
+    other.route("/v.bin", .file(.version(2, length: Self.length)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          tasks:
+            - download: BASE/v.bin
+              to: v.bin
+              mirrors: [\(other.url("/v.bin"))]
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("v.bin", FileResource.versionBytes(2, length: Self.length)))
+    let asked = other.exchanges(for: "/v.bin")
+    #expect(asked.first?.ifRange == "\"v1-\(Self.length)\"", "the kept bytes were offered under their ETag")
+    #expect(asked.first?.status == 200)
+  }
+
+  @Test func bytesKeptUnderADateAloneStartOverAtTheNextSource() throws {
+    // Without a strong ETag nothing tells two versions apart: the mirror is asked for the whole file.
+    let fixture = try RunFixture()
+    let other = try TestHTTPServer()
+    defer { other.stop() }
+    let date = Date(timeIntervalSince1970: 1_700_000_000)
+    fixture.server.route(
+      "/m.bin",
+      .file(
+        FileResource(
+          body: FileResource.versionBytes(1, length: Self.length), lastModified: date, dropAfter: Self.length / 2)))
+    other.route(
+      "/m.bin", .file(FileResource(body: FileResource.versionBytes(2, length: Self.length), lastModified: date)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          tasks:
+            - download: BASE/m.bin
+              to: m.bin
+              mirrors: [\(other.url("/m.bin"))]
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("m.bin", FileResource.versionBytes(2, length: Self.length)))
+    #expect(other.exchanges(for: "/m.bin").first?.range == nil)
+  }
+
+  @Test func bytesOfTheSameVersionAreJoinedUnderItsStrongETag() throws {
+    let fixture = try RunFixture()
+    let other = try TestHTTPServer()
+    defer { other.stop() }
+    var first = FileResource.version(1, length: Self.length)
+    first.dropAfter = Self.length / 2
+    fixture.server.route("/same.bin", .file(first))
+    other.route("/same.bin", .file(.version(1, length: Self.length)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          tasks:
+            - download: BASE/same.bin
+              to: same.bin
+              mirrors: [\(other.url("/same.bin"))]
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("same.bin", FileResource.versionBytes(1, length: Self.length)))
+    #expect(other.exchanges(for: "/same.bin").first?.status == 206)
+    let task = try #require(try fixture.tasks()["same.bin"])
+    let sources = try #require(task["sources"] as? [[String: Any]])
+    let bytes = sources.compactMap { $0["bytes"] as? Int }
+    #expect(bytes.count == 2 && bytes.allSatisfy { $0 > 0 } && bytes.reduce(0, +) == Self.length)
+  }
+
+  @Test func aSourceWhoseBytesFailTheDigestIsSetAside() throws {
+    let fixture = try RunFixture()
+    let other = try TestHTTPServer()
+    defer { other.stop() }
+    let good = FileResource.versionBytes(1, length: Self.length)
+    var lying = FileResource.version(1, length: Self.length)
+    lying.corruptions = [Corruption(bytes: 1000...1999)]
+    fixture.server.route("/d.bin", .file(lying))
+    other.route("/d.bin", .file(.version(1, length: Self.length)))
+    let digest = SHA256Digest.hex(good)
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - download: BASE/d.bin
+              to: d.bin
+              sha256: \(digest)
+              mirrors: [\(other.url("/d.bin"))]
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("d.bin", good))
+    let failed = fixture.events().filter { $0["event"] as? String == "source_failed" }
+    #expect((failed.first?["error"] as? [String: Any])?["code"] as? String == "checksum-mismatch")
+  }
+}
