@@ -181,3 +181,32 @@ import Testing
     #expect((failed.first?["error"] as? [String: Any])?["code"] as? String == "checksum-mismatch")
   }
 }
+
+@Suite struct ContentIdentityTests {
+  @Test func twoDownloadsOfOneContentAreFetchedOnce() throws {
+    let fixture = try RunFixture()
+    let body = FileResource.versionBytes(3, length: 50_000)
+    fixture.server.route("/a/x.bin", .file(.version(3, length: 50_000)))
+    fixture.server.route("/b/x.bin", .file(.version(3, length: 50_000)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - download: BASE/a/x.bin
+              to: one/x.bin
+              sha256: \(SHA256Digest.hex(body))
+            - download: BASE/b/x.bin
+              to: two/x.bin
+              sha256: \(SHA256Digest.hex(body))
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("one/x.bin", body) && fixture.holds("two/x.bin", body))
+    #expect(fixture.server.stats(for: "/a/x.bin").requests + fixture.server.stats(for: "/b/x.bin").requests == 1)
+    let tasks = try fixture.tasks()
+    #expect(tasks["two/x.bin"]?["source"] as? String == "duplicate")
+    #expect(try fixture.summary()["requests"] as? Int == 1)
+  }
+}

@@ -48,6 +48,8 @@ private struct PlanBuilder {
   var lastTo: (text: String, normalized: String)?
   /// Requests by key.
   var requestIndex = IndexTable()
+  /// The request of each expected content (downloads with `sha256:`).
+  var contentRequests: [ContentName: Int32] = [:]
   /// Tasks by destination.
   var destinations = IndexTable()
   /// Explicit ids and the URL ids of data tasks without `to:`.
@@ -77,6 +79,17 @@ private struct PlanBuilder {
     var method: String
     var priority: Priority
     var prefix: SHA256
+    /// The digest of everything but the URL (session kind, method, headers, body): requests with
+    /// the same expected content are one only when this is the same too.
+    var identity: RequestKey
+  }
+
+  /// What makes two downloads the same content: their expected SHA-256, in one session, with the
+  /// same method, headers and body.
+  struct ContentName: Hashable {
+    var sha256: String
+    var session: Int32
+    var identity: RequestKey
   }
 
   mutating func expandAll() {
@@ -105,9 +118,14 @@ private struct PlanBuilder {
       hasher.update(data: Array("\(header.name.lowercased()):\(header.value)\n".utf8))
     }
     hasher.update(data: Array("\nbody:\(body)\nurl:".utf8))
+    let identity = hasher.finalize().withUnsafeBytes { raw in
+      RequestKey(
+        high: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+        low: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+    }
     return EntryContext(
       session: Int32(sessionIndex), entry: Int32(entryIndex), kind: kind, method: method, priority: priority,
-      prefix: hasher)
+      prefix: hasher, identity: identity)
   }
 
   /// The body's part of the request identity: a digest of inline text, the resolved path of a file.
@@ -166,7 +184,8 @@ private struct PlanBuilder {
     }
     let task = add(
       context: context, normalized: normalized, urlRef: urlRef, toRef: toRef, idRef: idRef, line: 0,
-      mark: spec.mark, explicitID: spec.id != nil, mirrors: mirrors)
+      mark: spec.mark, explicitID: spec.id != nil, mirrors: mirrors,
+      content: spec.kind == .download && spec.method == "GET" ? spec.sha256?.lowercased() : nil)
     if let task {
       if spec.id != nil, let mark = spec.idMark { explicitIDs.append((task, mark)) }
       if !spec.after.isEmpty { afterRefs.append((task, spec.after)) }
@@ -401,7 +420,7 @@ private struct PlanBuilder {
   /// conflicts with an earlier task (reported unless `quiet`).
   mutating func add(
     context: EntryContext, normalized: NormalizedURL, urlRef: TextRef, toRef: TextRef, idRef: TextRef, line: Int32,
-    mark: SourceMark, explicitID: Bool, quiet: Bool = false, mirrors: [NormalizedURL] = []
+    mark: SourceMark, explicitID: Bool, quiet: Bool = false, mirrors: [NormalizedURL] = [], content: String? = nil
   ) -> Int32? {
     var hasher = context.prefix
     var normalizedText = normalized.text
@@ -412,7 +431,15 @@ private struct PlanBuilder {
         low: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
     }
     let taskIndex = Int32(tasks.count)
-    let existingRequest = requestIndex.find(hash: key.low) { [requests] in requests[Int($0)].key == key }
+    var existingRequest = requestIndex.find(hash: key.low) { [requests] in requests[Int($0)].key == key }
+    // Content identity: a download expecting the same SHA-256 as an earlier one is that request,
+    // with this URL as one more source.
+    let contentName = content.map { ContentName(sha256: $0, session: context.session, identity: context.identity) }
+    var sameContent = false
+    if existingRequest == nil, let contentName, let other = contentRequests[contentName] {
+      existingRequest = other
+      sameContent = true
+    }
 
     // A destination (or, for data tasks without one, a URL id) names one task.
     if !toRef.isNone || !explicitID {
@@ -468,7 +495,7 @@ private struct PlanBuilder {
       if context.priority < requests[Int(existingRequest)].priority {
         requests[Int(existingRequest)].priority = context.priority
       }
-      addMirrors(mirrors, to: existingRequest)
+      addMirrors((sameContent ? [normalized] : []) + mirrors, to: existingRequest)
     } else {
       requestNumber = Int32(requests.count)
       requestIndex.insert(requestNumber, hash: key.low) { [requests] in requests[Int($0)].key.low }
@@ -480,6 +507,7 @@ private struct PlanBuilder {
           priority: context.priority, firstTask: taskIndex, taskCount: 1, dependencies: [], shardKey: key))
       lastSharing.append(taskIndex)
       addMirrors(mirrors, to: requestNumber)
+      if let contentName { contentRequests[contentName] = requestNumber }
     }
     let finalURL = urlRef.isNone ? requests[Int(requestNumber)].url : urlRef
     tasks.append(
