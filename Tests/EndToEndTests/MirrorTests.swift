@@ -36,7 +36,29 @@ import Testing
     #expect(sources.first { ($0["url"] as? String) == fixture.server.url("/f.bin") }?["bytes"] as? Int == Self.length)
     let failed = fixture.events().filter { $0["event"] as? String == "source_failed" }
     #expect(failed.map { $0["url"] as? String } == [refused.url("/f.bin"), busy.url("/f.bin")])
-    #expect(busy.stats(for: "/f.bin").requests == 2, "each source has its own retries")
+    #expect(busy.stats(for: "/f.bin").requests == 1, "with a source left, a 503 moves on at once")
+  }
+
+  @Test func theLastSourceLeftGetsTheRetries() throws {
+    let fixture = try RunFixture()
+    let refused = try RefusedPort()
+    fixture.server.route("/busy.bin", .status(503))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 3, backoff: 10ms}
+          tasks:
+            - download: \(refused.url("/busy.bin"))
+              to: busy.bin
+              mirrors: [BASE/busy.bin]
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1)
+    #expect(fixture.server.stats(for: "/busy.bin").requests == 3)
+    let error = try #require(try fixture.tasks()["busy.bin"]?["error"] as? [String: Any])
+    #expect(error["code"] as? String == "all-sources-failed")
   }
 
   @Test func aDownloadWhoseEverySourceFailsListsEachError() throws {

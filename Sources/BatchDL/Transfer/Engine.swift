@@ -544,7 +544,9 @@ public final class Engine {
       enqueue(job)
       return
     }
+    // With another source to go to, a failure moves on at once rather than wait out a backoff here.
     if case .failure(let failure) = outcome, FailureClassifier.isRetryable(failure), !cancelled.isSet,
+      !(built.sources?.hasNext ?? false),
       jobs[job].attempts - built.attemptsBefore < built.spec.retry.attempts || waitsForConnectivity(job, failure)
     {
       // Continue from what this attempt wrote when the response allows it; else start over.

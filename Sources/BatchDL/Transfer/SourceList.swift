@@ -30,8 +30,9 @@ public struct SourceFailure: Sendable, Equatable {
 /// one per job that has mirrors, for the job's length.
 ///
 /// Rules (docs/sources.md): a source that fails for a reason of its own (it cannot be reached, it
-/// answers 5xx, 404 or 410 after its retries, it sends bytes that disagree with `size:` or
-/// `sha256:`) is set aside for the rest of the task, and the task goes on from the next source.
+/// answers 5xx, 404 or 410, it sends bytes that disagree with `size:` or `sha256:`) is set aside
+/// for the rest of the task, and the task goes on from the next source at once; the last source
+/// left gets the retries of `retry.attempts`.
 /// Kept bytes go on to the next source only under `If-Range` with a strong ETag: a source with
 /// another version answers with the whole file, and the file starts over. A file joined from two
 /// sources whose digest fails is fetched again whole from one source before that source is blamed.
@@ -50,6 +51,9 @@ final class SourceList {
   }
 
   var url: String { sources[current].url }
+
+  /// Whether a source is left after the one in use.
+  var hasNext: Bool { current + 1 < sources.count }
 
   func received(_ count: Int64) { bytes[current] += count }
 
