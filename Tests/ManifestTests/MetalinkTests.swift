@@ -62,7 +62,10 @@ private func meta4(_ files: String) -> String {
       </metalink>
       """)
     #expect(document.version == .v4)
-    #expect(rendered(document) == ["16:5: warning: <metaurl> (torrent) is ignored: batchdl fetches the file's http and https <url>s only"])
+    #expect(
+      rendered(document) == [
+        "16:5: warning: <metaurl> (torrent) is ignored: batchdl fetches the file's http and https <url>s only"
+      ])
     #expect(document.files.count == 2)
     let file = try #require(document.files.first)
     #expect(file.name == "example.ext")
@@ -256,13 +259,19 @@ private func meta4(_ files: String) -> String {
 
   @Test(
     arguments: [
-      ("<hash type=\"sha-256\">\(String(repeating: "g", count: 64))</hash>", "3:18",
-       "bad <hash type=\"sha-256\">: a sha-256 hash is 64 hexadecimal digits (0-9, a-f), found 'g'"),
-      ("<hash type=\"sha-256\">\(String(repeating: "a", count: 63))</hash>", "3:18",
-       "bad <hash type=\"sha-256\">: a sha-256 hash is 64 hexadecimal digits, found 63"),
+      (
+        "<hash type=\"sha-256\">\(String(repeating: "g", count: 64))</hash>", "3:18",
+        "bad <hash type=\"sha-256\">: a sha-256 hash is 64 hexadecimal digits (0-9, a-f), found 'g'"
+      ),
+      (
+        "<hash type=\"sha-256\">\(String(repeating: "a", count: 63))</hash>", "3:18",
+        "bad <hash type=\"sha-256\">: a sha-256 hash is 64 hexadecimal digits, found 63"
+      ),
       ("<hash type=\"md5\">\(sha256A)</hash>", "3:18", "a md5 hash is 32 hexadecimal digits, found 64"),
-      ("<hash type=\"sha-256\">\(sha256A)</hash><hash type=\"sha256\">\(sha256B)</hash>", "3:110",
-       "a second sha-256 <hash> disagrees with the first"),
+      (
+        "<hash type=\"sha-256\">\(sha256A)</hash><hash type=\"sha256\">\(sha256B)</hash>", "3:110",
+        "a second sha-256 <hash> disagrees with the first"
+      ),
       ("<size>-1</size>", "3:18", "<size> must be a whole number of bytes from 0 to 1125899906842624, found '-1'"),
       ("<size>99999999999999999999</size>", "3:18", "<size> must be a whole number of bytes"),
       ("<size>12 MB</size>", "3:18", "found '12 MB'"),
@@ -295,7 +304,10 @@ private func meta4(_ files: String) -> String {
         """))
     #expect(clock.now - start < .seconds(60))
     #expect(document.files.isEmpty)
-    #expect(rendered(document) == ["3:33: error: <pieces> of 'a' lists 140000 hashes, but 1000 bytes in pieces of 10 make 100; this file is left out"])
+    #expect(
+      rendered(document) == [
+        "3:33: error: <pieces> of 'a' lists 140000 hashes, but 1000 bytes in pieces of 10 make 100; this file is left out"
+      ])
   }
 
   // MARK: - Hostile documents
@@ -337,7 +349,9 @@ private func meta4(_ files: String) -> String {
     // "Billion laughs": ten levels of ten references expand to 10^9 copies.
     var text = "<?xml version=\"1.0\"?>\n<!DOCTYPE metalink [\n  <!ENTITY lol \"lol\">\n"
     for level in 1...9 {
-      text += "  <!ENTITY lol\(level) \"" + String(repeating: "&lol\(level - 1 == 0 ? "" : String(level - 1));", count: 10) + "\">\n"
+      text +=
+        "  <!ENTITY lol\(level) \"" + String(repeating: "&lol\(level - 1 == 0 ? "" : String(level - 1));", count: 10)
+        + "\">\n"
     }
     text += "]>\n" + meta4("<file name=\"&lol9;\"><url>https://example.org/&lol9;</url></file>")
     let clock = ContinuousClock()
@@ -377,7 +391,10 @@ private func meta4(_ files: String) -> String {
 
   @Test func aDocumentInMemoryOverTheCapIsRefusedBeforeParsing() {
     let document = Metalink.parse([UInt8](repeating: 0x20, count: Metalink.maxBytes + 1), file: "doc.meta4")
-    #expect(rendered(document) == ["1:1: error: the Metalink document holds 8388609 bytes, more than 8MB, the most batchdl reads"])
+    #expect(
+      rendered(document) == [
+        "1:1: error: the Metalink document holds 8388609 bytes, more than 8MB, the most batchdl reads"
+      ])
   }
 
   @Test func aMissingDocumentSaysSo() {
@@ -405,6 +422,7 @@ private func meta4(_ files: String) -> String {
   @Test func columnsCountCharactersAfterNonASCIINames() {
     let document = parse(meta4("<file name=\"ü\"><url>https://e.org/ü</url></file>  <file name=\"/é\"></file>"))
     #expect(document.files.map(\.name) == ["ü"])
-    #expect(rendered(document).first?.hasPrefix("3:51: error: file name '/é' is absolute") == true, "\(rendered(document))")
+    #expect(
+      rendered(document).first?.hasPrefix("3:51: error: file name '/é' is absolute") == true, "\(rendered(document))")
   }
 }

@@ -674,7 +674,8 @@ struct ManifestDecoder {
     for (key, value) in entries {
       guard let (prefix, normalizedPrefix) = mirrorPrefix(key) else { continue }
       if case .mapping = value.content {
-        diagnostics.error(value.mark, "the mirrors of '\(Redactor.stripUserInfo(prefix))' must be a list of URL prefixes")
+        diagnostics.error(
+          value.mark, "the mirrors of '\(Redactor.stripUserInfo(prefix))' must be a list of URL prefixes")
         continue
       }
       var seen: [String: SourceMark] = [normalizedPrefix: key.mark]

@@ -64,7 +64,8 @@ public struct ExpectedDigest: Hashable, Sendable {
     let lowered = text.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
     if let bad = lowered.first(where: { !("0"..."9").contains($0) && !("a"..."f").contains($0) }) {
       return .failure(
-        MetalinkProblem("a \(algorithm.rawValue) hash is \(algorithm.hexLength) hexadecimal digits (0-9, a-f), found '\(bad)'"))
+        MetalinkProblem(
+          "a \(algorithm.rawValue) hash is \(algorithm.hexLength) hexadecimal digits (0-9, a-f), found '\(bad)'"))
     }
     guard lowered.count == algorithm.hexLength else {
       return .failure(
@@ -167,14 +168,16 @@ public enum Metalink {
     do {
       let bytes = try ManifestLoader.readManifest(
         path, limit: maxBytes,
-        tooLarge: "it holds more than \(ByteSize.format(Int64(maxBytes))), the most batchdl reads of a Metalink document")
+        tooLarge:
+          "it holds more than \(ByteSize.format(Int64(maxBytes))), the most batchdl reads of a Metalink document")
       return parse(bytes, file: name)
     } catch {
       return MetalinkDocument(
         version: nil, files: [],
         diagnostics: [
           Diagnostic(
-            .error, at: SourceMark(file: name, line: 1, column: 1), "cannot read the Metalink document: \(error.reason)")
+            .error, at: SourceMark(file: name, line: 1, column: 1), "cannot read the Metalink document: \(error.reason)"
+          )
         ])
     }
   }
