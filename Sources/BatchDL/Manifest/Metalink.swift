@@ -158,8 +158,9 @@ public struct MetalinkDocument: Sendable {
 public enum Metalink {
   public static let namespaceV4 = "urn:ietf:params:xml:ns:metalink"
   public static let namespaceV3 = "http://www.metalinker.org/"
-  /// The largest document read (64MB): far beyond any real one, small enough to hold in memory.
-  public static let maxBytes = 64 << 20
+  /// The largest document read (8MB): far beyond a real one (a 100GB file in 1MB pieces takes
+  /// about 8MB), and below the 10MB libxml2 takes in one piece without its "huge" mode.
+  public static let maxBytes = 8 << 20
 
   /// Reads the document at `path`; `display` names it in diagnostics (default: `path`).
   public static func read(path: String, display: String? = nil) -> MetalinkDocument {
@@ -190,7 +191,7 @@ public enum Metalink {
     if bytes.count > maxBytes {
       return failed(
         start,
-        "the Metalink document holds \(ByteSize.format(Int64(bytes.count))), more than \(ByteSize.format(Int64(maxBytes))), the most batchdl reads"
+        "the Metalink document holds \(bytes.count) bytes, more than \(ByteSize.format(Int64(maxBytes))), the most batchdl reads"
       )
     }
     let positions = Positions(bytes, file: file)
@@ -225,11 +226,18 @@ public enum Metalink {
 }
 
 /// Line and column of byte offsets in a document; columns count characters, as libxml2 does.
-struct Positions {
+///
+/// Positions are asked for in document order, often many on one long line: each lookup goes on
+/// from the last one instead of walking the line from its start again.
+final class Positions {
   let bytes: [UInt8]
   let file: String
   /// Byte offset of the start of each line.
   let lineStarts: [Int]
+  /// The last position found by `tagStart`: line, column and byte offset.
+  private var tagCursor = (line: 0, column: 0, offset: 0)
+  /// The last position found by `mark(ofByte:)`: byte offset, line and column.
+  private var markCursor = (offset: -1, line: 0, column: 0)
 
   init(_ bytes: [UInt8], file: String) {
     self.bytes = bytes
@@ -259,10 +267,15 @@ struct Positions {
     }
     var column = 1
     var index = lineStarts[low]
-    while index < offset && index < bytes.count {
-      if bytes[index] & 0xC0 != 0x80 { column += 1 }
-      index += 1
+    if markCursor.line == low + 1, markCursor.offset >= index, markCursor.offset <= offset {
+      index = markCursor.offset
+      column = markCursor.column
     }
+    while index < offset && index < bytes.count {
+      index += 1
+      if index >= bytes.count || bytes[index] & 0xC0 != 0x80 { column += 1 }
+    }
+    markCursor = (offset, low + 1, column)
     return SourceMark(file: file, line: low + 1, column: column)
   }
 
@@ -270,13 +283,20 @@ struct Positions {
   /// tag's position at its closing `>` or `/>`). Attribute values cannot hold `<`, so the nearest one
   /// before is where the tag starts.
   func tagStart(line: Int, column: Int) -> SourceMark {
-    guard line >= 1, line <= lineStarts.count else { return SourceMark(file: file, line: max(1, line), column: 1) }
+    guard line >= 1, line <= lineStarts.count, !bytes.isEmpty else {
+      return SourceMark(file: file, line: max(1, line), column: max(1, column))
+    }
     var offset = lineStarts[line - 1]
     var characters = 1
+    if tagCursor.line == line, tagCursor.column <= column {
+      offset = tagCursor.offset
+      characters = tagCursor.column
+    }
     while characters < column && offset < bytes.count && bytes[offset] != 0x0A {
       offset += 1
       if offset >= bytes.count || bytes[offset] & 0xC0 != 0x80 { characters += 1 }
     }
+    tagCursor = (line, characters, offset)
     var probe = min(offset, bytes.count - 1)
     while probe >= 0 {
       if bytes[probe] == 0x3C { return mark(ofByte: probe) }
@@ -337,6 +357,10 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
   var textMark = SourceMark(file: "", line: 1, column: 1)
   var textAttributes: [String: String] = [:]
   var urlOrder = 0
+  /// Open elements around the current `<file>`, `<pieces>` and captured element.
+  var fileDepth = 0
+  var piecesDepth = 0
+  var textDepth = 0
 
   init(positions: Positions) {
     self.positions = positions
@@ -376,25 +400,32 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
     let ours = (namespaceURI ?? "") == namespace && stack.allSatisfy { $0 != nil }
     defer { stack.append(ours ? elementName : nil) }
     guard ours, let version else { return }
-    let fileParent = version == .v4 ? "metalink" : "files"
-    let detailParent = version == .v4 ? "file" : "verification"
-    let urlParent = version == .v4 ? "file" : "resources"
+    // Depths (open elements around this one): Metalink 4 has <file> in <metalink> and its details
+    // right inside it; Metalink 3 has <files><file> and <verification> or <resources> between.
+    let depth = stack.count
+    let inFile = file != nil
+    let detail = version == .v4 ? (parent == "file" && depth == fileDepth + 1) : false
+    let verification = version == .v3 && parent == "verification" && depth == fileDepth + 2
+    let resources = version == .v3 && parent == "resources" && depth == fileDepth + 2
     switch elementName {
-    case "file" where parent == fileParent && stack.count == (version == .v4 ? 1 : 2):
+    case "file" where !inFile && parent == (version == .v4 ? "metalink" : "files") && depth == (version == .v4 ? 1 : 2):
       file = FileDraft(name: attributeDict["name"], mark: startMark(parser))
+      fileDepth = depth
       urlOrder = 0
-    case "size" where parent == "file" && file != nil,
-      "url" where parent == urlParent && file != nil,
-      "hash" where parent == detailParent && file != nil,
-      "hash" where parent == "pieces" && pieces != nil:
+    case "size" where inFile && parent == "file" && depth == fileDepth + 1,
+      "url" where inFile && (detail || resources),
+      "hash" where inFile && pieces == nil && (detail || verification),
+      "hash" where pieces != nil && parent == "pieces" && depth == piecesDepth + 1:
+      guard text == nil else { break }
       text = ""
+      textDepth = depth
       textMark = startMark(parser)
       textAttributes = attributeDict
-    case "metaurl" where parent == "file" && file != nil:
+    case "metaurl" where inFile && detail:
       let type = attributeDict["mediatype"].map { " (\($0))" } ?? ""
       diagnostics.warning(
         startMark(parser), "<metaurl>\(type) is ignored: batchdl fetches the file's http and https <url>s only")
-    case "pieces" where parent == detailParent && file != nil:
+    case "pieces" where inFile && pieces == nil && (detail || verification):
       let mark = startMark(parser)
       let typeText = attributeDict["type"] ?? ""
       var draft = PiecesDraft(
@@ -411,6 +442,7 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
         draft.broken = true
       }
       pieces = draft
+      piecesDepth = depth
     default:
       break
     }
@@ -428,23 +460,22 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
     _ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?
   ) {
     let ours = stack.popLast() ?? nil
-    guard ours != nil, let version else { return }
-    let captured = text
-    switch elementName {
-    case "size" where captured != nil:
-      endSize(captured ?? "")
-    case "url" where captured != nil:
-      endURL(captured ?? "", version: version)
-    case "hash" where captured != nil:
-      if pieces != nil && parent == "pieces" { endPieceHash(captured ?? "") } else { endHash(captured ?? "") }
-    case "pieces" where pieces != nil:
+    guard ours != nil, version != nil else { return }
+    let depth = stack.count
+    if let captured = text, depth == textDepth {
+      text = nil
+      switch elementName {
+      case "size": endSize(captured)
+      case "url": endURL(captured)
+      case "hash" where pieces != nil: endPieceHash(captured)
+      case "hash": endHash(captured)
+      default: break
+      }
+    } else if elementName == "pieces", pieces != nil, depth == piecesDepth {
       endPieces()
-    case "file" where file != nil && (parent == "metalink" || parent == "files"):
+    } else if elementName == "file", file != nil, depth == fileDepth {
       endFile()
-    default:
-      break
     }
-    if elementName != "pieces" && elementName != "file" { text = nil }
   }
 
   func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
@@ -486,7 +517,7 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
     file?.size = size
   }
 
-  func endURL(_ captured: String, version: MetalinkDocument.Version) {
+  func endURL(_ captured: String) {
     let url = captured.trimmingCharacters(in: .whitespacesAndNewlines)
     let shown = Redactor.stripUserInfo(url)
     let lowered = url.lowercased()
@@ -540,22 +571,21 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
   }
 
   func endPieceHash(_ captured: String) {
-    guard var draft = pieces, !draft.broken, let algorithm = draft.algorithm else { return }
+    // Changed in place: a copy of the draft would copy its hashes for every piece.
+    guard let broken = pieces?.broken, !broken, let algorithm = pieces?.algorithm else { return }
     switch ExpectedDigest.parse(captured, algorithm: algorithm) {
     case .success(let digest):
-      draft.hashes.append(digest.hex)
-      draft.indices.append(textAttributes["piece"].map { Int($0.trimmingSpaces) ?? -1 })
+      pieces?.hashes.append(digest.hex)
+      pieces?.indices.append(textAttributes["piece"].map { Int($0.trimmingSpaces) ?? -1 })
     case .failure(let problem):
       error(textMark, "bad piece <hash>: \(problem.message)")
-      draft.broken = true
+      pieces?.broken = true
     }
-    pieces = draft
   }
 
   func endPieces() {
     guard let draft = pieces else { return }
     pieces = nil
-    text = nil
     guard !draft.broken, let length = draft.length else { return }
     guard let algorithm = draft.algorithm else {
       diagnostics.warning(
@@ -580,7 +610,6 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
   func endFile() {
     guard let draft = file else { return }
     file = nil
-    text = nil
     let mark = draft.mark
     var name = ""
     switch Self.checkName(draft.name) {
@@ -659,6 +688,7 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
   /// A short description of a libxml2 error code (as `XMLParser` reports it).
   static func describe(code: Int) -> String {
     switch code {
+    case 1: return "libxml2 stopped at one of its limits (a line or a text of more than 10MB, or nesting too deep)"
     case 4: return "the document is empty"
     case 5: return "the document ends before its elements are closed"
     case 9: return "an invalid character"
