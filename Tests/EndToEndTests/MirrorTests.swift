@@ -8,6 +8,40 @@ import Testing
 @Suite(.serialized) struct MirrorFailoverTests {
   static let length = 300_000
 
+  /// Runs a download of `path` from `first` (the fixture's server) with `second` (a server of its
+  /// own) as its mirror, with one attempt each; returns the fixture and the mirror, after the run.
+  func runWithMirror(
+    _ path: String, first: FileResource, second: FileResource, sha256: String? = nil
+  ) throws -> (fixture: RunFixture, mirror: TestHTTPServer, outcome: BinaryRunner.Outcome) {
+    let fixture = try RunFixture()
+    let mirror = try TestHTTPServer()
+    fixture.server.route(path, .file(first))
+    mirror.route(path, .file(second))
+    let name = String(path.dropFirst())
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          tasks:
+            - download: BASE\(path)
+              to: \(name)
+              mirrors: [\(mirror.url(path))]
+      \(sha256.map { "        sha256: \($0)" } ?? "")
+      """)
+    let outcome = try fixture.run()
+    mirror.stop()
+    return (fixture, mirror, outcome)
+  }
+
+  /// Version `number`, cut off half way.
+  static func brokenOff(_ number: Int) -> FileResource {
+    var file = FileResource.version(number, length: length)
+    file.dropAfter = length / 2
+    return file
+  }
+
   @Test func aDownloadGoesOnFromTheNextSourceUntilOneServesIt() throws {
     let fixture = try RunFixture()
     let refused = try RefusedPort()
@@ -90,85 +124,34 @@ import Testing
   @Test func bytesOfAnotherVersionAreNeverJoined() throws {
     // The first source has version 1 and breaks off half way; the mirror has version 2 of the same
     // length. The mirror answers If-Range with its whole file: the result is version 2 alone.
-    let fixture = try RunFixture()
-    let other = try TestHTTPServer()
-    defer { other.stop() }
-    var first = FileResource.version(1, length: Self.length)
-    first.dropAfter = Self.length / 2
-    fixture.server.route("/v.bin", .file(first))
-    other.route("/v.bin", .file(.version(2, length: Self.length)))
-    fixture.manifest(
-      """
-      version: 1
-      sessions:
-        s:
-          retry: {attempts: 1}
-          tasks:
-            - download: BASE/v.bin
-              to: v.bin
-              mirrors: [\(other.url("/v.bin"))]
-      """)
-    let outcome = try fixture.run()
+    let (fixture, mirror, outcome) = try runWithMirror(
+      "/v.bin", first: Self.brokenOff(1), second: .version(2, length: Self.length))
     #expect(outcome.status == 0, "\(outcome.stderr)")
     #expect(fixture.holds("v.bin", FileResource.versionBytes(2, length: Self.length)))
-    let asked = other.exchanges(for: "/v.bin")
+    let asked = mirror.exchanges(for: "/v.bin")
     #expect(asked.first?.ifRange == "\"v1-\(Self.length)\"", "the kept bytes were offered under their ETag")
     #expect(asked.first?.status == 200)
   }
 
   @Test func bytesKeptUnderADateAloneStartOverAtTheNextSource() throws {
     // Without a strong ETag nothing tells two versions apart: the mirror is asked for the whole file.
-    let fixture = try RunFixture()
-    let other = try TestHTTPServer()
-    defer { other.stop() }
     let date = Date(timeIntervalSince1970: 1_700_000_000)
-    fixture.server.route(
+    let (fixture, mirror, outcome) = try runWithMirror(
       "/m.bin",
-      .file(
-        FileResource(
-          body: FileResource.versionBytes(1, length: Self.length), lastModified: date, dropAfter: Self.length / 2)))
-    other.route(
-      "/m.bin", .file(FileResource(body: FileResource.versionBytes(2, length: Self.length), lastModified: date)))
-    fixture.manifest(
-      """
-      version: 1
-      sessions:
-        s:
-          retry: {attempts: 1}
-          tasks:
-            - download: BASE/m.bin
-              to: m.bin
-              mirrors: [\(other.url("/m.bin"))]
-      """)
-    let outcome = try fixture.run()
+      first: FileResource(
+        body: FileResource.versionBytes(1, length: Self.length), lastModified: date, dropAfter: Self.length / 2),
+      second: FileResource(body: FileResource.versionBytes(2, length: Self.length), lastModified: date))
     #expect(outcome.status == 0, "\(outcome.stderr)")
     #expect(fixture.holds("m.bin", FileResource.versionBytes(2, length: Self.length)))
-    #expect(other.exchanges(for: "/m.bin").first?.range == nil)
+    #expect(mirror.exchanges(for: "/m.bin").first?.range == nil)
   }
 
   @Test func bytesOfTheSameVersionAreJoinedUnderItsStrongETag() throws {
-    let fixture = try RunFixture()
-    let other = try TestHTTPServer()
-    defer { other.stop() }
-    var first = FileResource.version(1, length: Self.length)
-    first.dropAfter = Self.length / 2
-    fixture.server.route("/same.bin", .file(first))
-    other.route("/same.bin", .file(.version(1, length: Self.length)))
-    fixture.manifest(
-      """
-      version: 1
-      sessions:
-        s:
-          retry: {attempts: 1}
-          tasks:
-            - download: BASE/same.bin
-              to: same.bin
-              mirrors: [\(other.url("/same.bin"))]
-      """)
-    let outcome = try fixture.run()
+    let (fixture, mirror, outcome) = try runWithMirror(
+      "/same.bin", first: Self.brokenOff(1), second: .version(1, length: Self.length))
     #expect(outcome.status == 0, "\(outcome.stderr)")
     #expect(fixture.holds("same.bin", FileResource.versionBytes(1, length: Self.length)))
-    #expect(other.exchanges(for: "/same.bin").first?.status == 206)
+    #expect(mirror.exchanges(for: "/same.bin").first?.status == 206)
     let task = try #require(try fixture.tasks()["same.bin"])
     let sources = try #require(task["sources"] as? [[String: Any]])
     let bytes = sources.compactMap { $0["bytes"] as? Int }
@@ -176,27 +159,12 @@ import Testing
   }
 
   @Test func aSourceWhoseBytesFailTheDigestIsSetAside() throws {
-    let fixture = try RunFixture()
-    let other = try TestHTTPServer()
-    defer { other.stop() }
     let good = FileResource.versionBytes(1, length: Self.length)
     var lying = FileResource.version(1, length: Self.length)
     lying.corruptions = [Corruption(bytes: 1000...1999)]
-    fixture.server.route("/d.bin", .file(lying))
-    other.route("/d.bin", .file(.version(1, length: Self.length)))
-    let digest = SHA256Digest.hex(good)
-    fixture.manifest(
-      """
-      version: 1
-      sessions:
-        s:
-          tasks:
-            - download: BASE/d.bin
-              to: d.bin
-              sha256: \(digest)
-              mirrors: [\(other.url("/d.bin"))]
-      """)
-    let outcome = try fixture.run()
+    let (fixture, _, outcome) = try runWithMirror(
+      "/d.bin", first: lying, second: .version(1, length: Self.length),
+      sha256: SHA256Digest.hex(good))
     #expect(outcome.status == 0, "\(outcome.stderr)")
     #expect(fixture.holds("d.bin", good))
     let failed = fixture.events().filter { $0["event"] as? String == "source_failed" }

@@ -534,23 +534,34 @@ struct ManifestDecoder {
             spec.kind = kind
           }
         }
-      case "to":
-        spec.to = string(value, what: "to", expand: .plain)
-        spec.toMark = value.mark
-        checkDestination(spec.to, at: value.mark)
       case "method":
         spec.method = method(value) ?? "GET"
-      case "headers":
-        spec.headers = headers(value)
-      case "priority":
-        spec.priority = choice(value, what: "priority", Priority.self) ?? .normal
-      case "after":
-        spec.after = references(value)
       default:
-        break
+        _ = folderEntryKey(key.scalar, value, into: &spec)
       }
     }
     return .list(spec)
+  }
+
+  /// Decodes a key that `list:` and `metalink:` entries share (`to`, a folder; `headers`,
+  /// `priority`, `after`); false for any other key.
+  mutating func folderEntryKey<Spec: FolderEntrySpec>(_ key: String?, _ value: YAMLNode, into spec: inout Spec) -> Bool
+  {
+    switch key {
+    case "to":
+      spec.to = string(value, what: "to", expand: .plain)
+      spec.toMark = value.mark
+      checkDestination(spec.to, at: value.mark)
+    case "headers":
+      spec.headers = headers(value)
+    case "priority":
+      spec.priority = choice(value, what: "priority", Priority.self) ?? .normal
+    case "after":
+      spec.after = references(value)
+    default:
+      return false
+    }
+    return true
   }
 
   mutating func metalink(
@@ -576,22 +587,7 @@ struct ManifestDecoder {
     var spec = MetalinkSpec(
       mark: node.mark, document: document, documentMark: kindEntry.value.mark, isURL: isURL, to: nil, toMark: nil,
       headers: [], priority: .normal, after: [])
-    for (key, value) in entries {
-      switch key.scalar {
-      case "to":
-        spec.to = string(value, what: "to", expand: .plain)
-        spec.toMark = value.mark
-        checkDestination(spec.to, at: value.mark)
-      case "headers":
-        spec.headers = headers(value)
-      case "priority":
-        spec.priority = choice(value, what: "priority", Priority.self) ?? .normal
-      case "after":
-        spec.after = references(value)
-      default:
-        break
-      }
-    }
+    for (key, value) in entries { _ = folderEntryKey(key.scalar, value, into: &spec) }
     return .metalink(spec)
   }
 

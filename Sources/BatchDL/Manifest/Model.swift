@@ -315,6 +315,18 @@ public struct ListSpec: Sendable {
   public var after: [TaskReference]
 }
 
+/// What `list:` and `metalink:` entries share: a folder `to`, headers, priority and `after`.
+protocol FolderEntrySpec {
+  var to: String? { get set }
+  var toMark: SourceMark? { get set }
+  var headers: [Header] { get set }
+  var priority: Priority { get set }
+  var after: [TaskReference] { get set }
+}
+
+extension ListSpec: FolderEntrySpec {}
+extension MetalinkSpec: FolderEntrySpec {}
+
 /// A `metalink:` entry: one download per `<file>` of a Metalink document.
 public struct MetalinkSpec: Sendable {
   public var mark: SourceMark
