@@ -213,6 +213,41 @@ import Testing
     #expect((error["message"] as? String)?.contains("sha-512") == true)
   }
 
+  @Test func theStoredCopyHoldsNoSecret() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(.version(1, length: Self.length)))
+    let text = Self.document([("a.bin", [fixture.server.url("/a.bin")], nil)])
+    fixture.server.route("/doc.meta4", .file(FileResource(text: text, etag: .strong("d1"))))
+    let base = fixture.server.baseURL.replacingOccurrences(of: "http://", with: "http://reader:${DOC_PASSWORD}@")
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - metalink: \(base)/doc.meta4?token=${DOC_TOKEN}
+      """)
+    let secrets = ["DOC_PASSWORD": "pa55-word-xyz", "DOC_TOKEN": "tok-123-secret"]
+    let outcome = try fixture.run(environment: secrets)
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("a.bin", Self.one))
+    #expect(fixture.server.requests(for: "/doc.meta4").count == 1)
+    let folder = fixture.folder.path + "/.batchdl/descriptors"
+    let stored = try FileManager.default.contentsOfDirectory(atPath: folder)
+    #expect(stored.count == 2)
+    for name in stored {
+      let contents = fixture.folder.read(".batchdl/descriptors/" + name) ?? ""
+      for secret in secrets.values {
+        #expect(!name.contains(secret) && !contents.contains(secret), "\(name)")
+      }
+    }
+    let report = fixture.folder.read("report.json") ?? ""
+    for secret in secrets.values { #expect(!report.contains(secret)) }
+    // The next run finds the copy under the same (masked) name and asks conditionally.
+    #expect(try fixture.run(environment: secrets).status == 0)
+    #expect(try fixture.descriptorOutcomes() == ["not-modified"])
+  }
+
   @Test func offlineCommandsSayWhenNoCopyIsStored() throws {
     let fixture = try RunFixture()
     fixture.manifest("version: 1\nsessions:\n  s:\n    tasks:\n      - metalink: BASE/doc.meta4\n")
