@@ -20,7 +20,7 @@ struct CacheCommand: ParsableCommand {
     var state: String?
 
     func maintenance() throws -> StateMaintenance {
-      let plan = try loadPlan(manifest)
+      let plan = try loadPlan(manifest, state: state)
       return StateMaintenance(plan: plan, state: stateFolder(state, for: plan))
     }
   }

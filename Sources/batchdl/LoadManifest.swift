@@ -2,11 +2,12 @@ import ArgumentParser
 import BatchDL
 
 /// What every command that works on one manifest does first: check and plan it, print its
-/// problems and warnings, and exit 2 when it is invalid.
-func loadPlan(_ manifest: String) throws -> Plan {
+/// problems and warnings, and exit 2 when it is invalid. `descriptors`: whether documents named by
+/// URL are fetched first (`run`, `plan`) or read from the state folder `state`.
+func loadPlan(_ manifest: String, descriptors: DescriptorMode = .stored, state: String? = nil) throws -> Plan {
   var stderr = StandardError()
   do {
-    let plan = try ManifestCheck.plan(path: manifest)
+    let plan = try ManifestCheck.plan(path: manifest, descriptors: descriptors, state: state)
     ManifestCheck.report(plan.warnings, for: manifest, to: &stderr)
     return plan
   } catch {

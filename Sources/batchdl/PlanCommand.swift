@@ -9,7 +9,8 @@ struct PlanCommand: ParsableCommand {
       Lists each request once with the tasks that share it, its position in the order \
       ('after:' first, then priority, then round-robin across hosts), whether 'run' would send \
       it, resume it (from which byte) or skip it as unchanged, and why, and, with --shards or \
-      --shard, its shard.
+      --shard, its shard. Metalink documents named by URL are fetched first (a conditional \
+      request against the copy in the state folder); --offline uses the stored copies only.
 
       Example:
         batchdl plan mirror.yaml
@@ -35,6 +36,9 @@ struct PlanCommand: ParsableCommand {
   @Flag(help: "Show what 'run --refresh' would do.")
   var refresh = false
 
+  @Flag(help: "Send nothing: use the stored copies of documents named by URL (metalink:).")
+  var offline = false
+
   func validate() throws {
     if let shard, case .failure(let problem) = Shard.parse(shard) { throw ValidationError(problem.description) }
     if let shards, shards < 1 || shards > Limits.count {
@@ -43,7 +47,7 @@ struct PlanCommand: ParsableCommand {
   }
 
   func run() throws {
-    let plan = try loadPlan(manifest)
+    let plan = try loadPlan(manifest, descriptors: offline ? .stored : .fetch, state: state)
     let selected = shard.flatMap { try? Shard.parse($0).get() }
     var listing = PlanListing(plan: plan, shard: selected, shardCount: shards)
     listing.refresh = refresh

@@ -88,7 +88,7 @@ struct RunCommand: ParsableCommand {
 
   func run() throws {
     var stderr = StandardError()
-    let plan = try loadPlan(manifest)
+    let plan = try loadPlan(manifest, descriptors: .fetch, state: state)
     var options = RunOptions()
     options.statePath = state
     options.jobs = jobs

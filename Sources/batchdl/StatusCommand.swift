@@ -34,7 +34,7 @@ struct StatusCommand: ParsableCommand {
   }
 
   func run() throws {
-    let plan = try loadPlan(manifest)
+    let plan = try loadPlan(manifest, state: state)
     let selected = shard.flatMap { try? Shard.parse($0).get() }
     let folder = stateFolder(state, for: plan, shard: selected)
     let prior: PriorState

@@ -32,7 +32,7 @@ struct WaitCommand: ParsableCommand {
 
   func run() throws {
     var stderr = StandardError()
-    let plan = try loadPlan(manifest)
+    let plan = try loadPlan(manifest, state: state)
     let sessions = BackgroundSessions(state: stateFolder(state, for: plan), manifestPath: manifest)
     let background = plan.manifest.sessions.filter { $0.kind == .background }
     let identifiers = background.map { $0.identifier ?? $0.name }

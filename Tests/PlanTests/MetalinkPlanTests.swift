@@ -3,47 +3,143 @@ import Testing
 
 @testable import BatchDL
 
-/// A `metalink:` entry never runs without its hashes and sources: until the run side uses them,
-/// planning refuses it, after listing the document's own problems.
+/// A `metalink:` entry expands to one download per `<file>` of its document: sources in priority
+/// order (the first is the task's URL, the others its mirrors), `<size>` and the strongest `<hash>`
+/// its expectation. A problem inside the document leaves only its file out.
 @Suite struct MetalinkPlanTests {
-  @Test func aLocalDocumentIsReadAndTheEntryRefused() {
-    let found = ManifestFixture.problems(
+  static let sha = String(repeating: "ab", count: 32)
+  static let otherSHA = String(repeating: "cd", count: 32)
+
+  @Test func anUnsafeNameLeavesOnlyItsFileOut() throws {
+    let result = try planned(
       """
       version: 1
       sessions:
         main:
+          dest: out
           tasks:
             - metalink: doc.meta4
               to: isos/
+              priority: high
       """,
       files: [
         "doc.meta4": """
         <metalink xmlns="urn:ietf:params:xml:ns:metalink">
-          <file name="a.iso"><url>https://example.org/a.iso</url></file>
+          <file name="a.iso"><size>3</size><hash type="sha-256">\(Self.sha)</hash><url priority="2">https://two.example.org/a.iso</url><url priority="1">https://one.example.org/a.iso</url></file>
           <file name="../evil"><url>https://example.org/evil</url></file>
+          <file name="sub/b.iso"><hash type="sha-512">\(String(repeating: "0f", count: 64))</hash><url>https://example.org/b.iso</url></file>
         </metalink>
         """
       ])
-    #expect(found.count == 2, "\(found)")
-    #expect(found.last?.hasPrefix("5:9: error: metalink: entries are not supported by this batchdl yet") == true)
-    #expect(found.last?.contains("its 1 file would download without their Metalink hashes and mirrors") == true)
+    let plan = result.plan
+    #expect(plan.tasks.map { plan.destination(of: $0) } == ["out/isos/a.iso", "out/isos/sub/b.iso"])
     #expect(
-      found.first
-        == "doc.meta4:3:3: error: file name '../evil' contains '..'; it could escape 'to:'; this file is left out"
+      result.warnings.contains(
+        "doc.meta4:3:3: error: file name '../evil' contains '..'; it could escape 'to:'; this file is left out"
+          .replacingOccurrences(of: ": error:", with: ": warning:")), "\(result.warnings)")
+    let first = plan.tasks[0]
+    #expect(plan.url(of: first) == "https://one.example.org/a.iso")
+    let request = plan.requests[Int(first.request)]
+    #expect(request.mirrors.map { plan.text.string($0) } == ["https://two.example.org/a.iso"])
+    #expect(request.priority == .high)
+    #expect(
+      plan.expectation(of: first) == TaskExpectation(size: 3, digest: ExpectedDigest(algorithm: .sha256, hex: Self.sha))
     )
+    #expect(plan.expectation(of: plan.tasks[1])?.digest?.algorithm == .sha512)
+    #expect(plan.expectation(of: plan.tasks[1])?.sha256 == nil)
+  }
+
+  @Test func tasksDeclaredInTheManifestKeepTheirOwnExpectation() throws {
+    let result = try planned(
+      manifest(
+        "- download: https://example.org/a.iso\n  sha256: \(Self.sha)\n  size: 5\n- download: https://example.org/b"))
+    let plan = result.plan
+    #expect(
+      plan.expectation(of: plan.tasks[0])
+        == TaskExpectation(size: 5, digest: ExpectedDigest(algorithm: .sha256, hex: Self.sha)))
+    #expect(plan.expectation(of: plan.tasks[1]) == nil)
+    #expect(plan.expectations.isEmpty)
+  }
+
+  @Test func metalinkFilesWithOneSHA256AreOneRequest() throws {
+    let result = try planned(
+      manifest(
+        "- metalink: doc.meta4\n- download: https://third.example.org/c.iso\n  to: third.iso\n  sha256: \(Self.sha)"),
+      files: [
+        "doc.meta4": """
+        <metalink xmlns="urn:ietf:params:xml:ns:metalink">
+          <file name="a.iso"><hash type="sha-256">\(Self.sha)</hash><url>https://one.example.org/a.iso</url></file>
+          <file name="b.iso"><hash type="sha-256">\(Self.sha)</hash><url>https://two.example.org/b.iso</url></file>
+          <file name="c.iso"><hash type="sha-256">\(Self.otherSHA)</hash><url>https://two.example.org/c.iso</url></file>
+        </metalink>
+        """
+      ])
+    let plan = result.plan
+    #expect(plan.tasks.count == 4)
+    #expect(plan.requests.count == 2)
+    let shared = plan.requests[Int(plan.tasks[0].request)]
+    #expect(shared.taskCount == 3)
+    #expect(
+      shared.mirrors.map { plan.text.string($0) } == [
+        "https://two.example.org/b.iso", "https://third.example.org/c.iso",
+      ])
+  }
+
+  @Test func aDocumentThatIsNotMetalinkIsAnError() {
+    let found = problems(manifest("- metalink: doc.meta4"), files: ["doc.meta4": "<html></html>"])
+    #expect(found.count == 1, "\(found)")
+    #expect(found.first?.hasPrefix("doc.meta4:1:1: error: not a Metalink document") == true, "\(found)")
   }
 
   @Test func aMissingDocumentIsReported() {
-    let found = ManifestFixture.problems(
-      "version: 1\nsessions:\n  main:\n    tasks:\n      - metalink: missing.meta4\n")
-    #expect(found.count == 2, "\(found)")
+    let found = problems("version: 1\nsessions:\n  main:\n    tasks:\n      - metalink: missing.meta4\n")
+    #expect(found.count == 1, "\(found)")
     #expect(found.contains { $0.hasPrefix("missing.meta4:1:1: error: cannot read the Metalink document") })
   }
 
-  @Test func aDocumentByURLIsRefused() {
-    expectProblemsPlanned(
-      "version: 1\nsessions:\n  main:\n    tasks:\n      - metalink: https://example.org/a.meta4\n",
-      "5:19: error: metalink: documents fetched by URL are not supported by this batchdl yet")
+  @Test func aDocumentByURLWithoutACopyListsNoTasks() throws {
+    let result = try planned(
+      manifest("- metalink: https://example.org/a.meta4\n- download: https://example.org/x\n  after: [b.iso]"))
+    #expect(result.plan.tasks.count == 1)
+    #expect(
+      result.warnings.contains {
+        $0.contains("warning: no stored copy of the Metalink document https://example.org/a.meta4")
+      }, "\(result.warnings)")
+  }
+
+  @Test func aDocumentByURLThatFailedStandsAsOneFailingTask() throws {
+    let (folder, outcome) = planWith(
+      manifest("- metalink: https://user:pw@example.org/a.meta4\n- download: https://example.org/x"),
+      descriptors: DescriptorSet(documents: [
+        "https://user:pw@example.org/a.meta4": FetchedDocument(outcome: .failed, problem: "cannot fetch it: HTTP 500")
+      ]))
+    _ = folder
+    let plan = try outcome.get()
+    #expect(plan.tasks.count == 1)
+    let descriptor = try #require(plan.descriptors.first)
+    #expect(descriptor.outcome == .failed)
+    #expect(!descriptor.url.contains("pw"))
+    let task = try #require(descriptor.task)
+    #expect(task.request == -1)
+    #expect(!plan.id(of: task).contains("pw"))
+    #expect(plan.destination(of: task) == nil)
+  }
+
+  @Test func aFetchedDocumentIsExpanded() throws {
+    let body = """
+      <metalink xmlns="urn:ietf:params:xml:ns:metalink">
+        <file name="a.iso"><url>https://one.example.org/a.iso</url></file>
+      </metalink>
+      """
+    let (_, outcome) = planWith(
+      manifest("- metalink: https://example.org/a.meta4\n  to: m/"),
+      descriptors: DescriptorSet(documents: [
+        "https://example.org/a.meta4": FetchedDocument(outcome: .fetched, body: Array(body.utf8))
+      ]))
+    let plan = try outcome.get()
+    #expect(plan.tasks.map { plan.destination(of: $0) } == ["m/a.iso"])
+    #expect(plan.descriptors.first?.outcome == .fetched)
+    #expect(plan.descriptors.first?.sha256?.count == 64)
   }
 
   @Test func sourceKeysDoNotChangeThePlan() throws {
@@ -72,8 +168,17 @@ import Testing
   }
 }
 
-private func expectProblemsPlanned(_ yaml: String, _ prefix: String, sourceLocation: SourceLocation = #_sourceLocation)
-{
-  let found = ManifestFixture.problems(yaml)
-  #expect(found.count == 1 && found.first?.hasPrefix(prefix) == true, "\(found)", sourceLocation: sourceLocation)
+/// Plans `yaml` with `descriptors` as the documents fetched before planning.
+private func planWith(
+  _ yaml: String, descriptors: DescriptorSet
+) -> (folder: TemporaryDirectory, result: Result<Plan, ManifestError>) {
+  let folder = TemporaryDirectory()
+  let path = folder.write("manifest.yaml", yaml)
+  let (manifest, diagnostics) = ManifestLoader.read(path: path, environment: [:])
+  guard let manifest else { return (folder, .failure(ManifestError(diagnostics: diagnostics))) }
+  do {
+    return (folder, .success(try Planner().plan(manifest, warnings: diagnostics, descriptors: descriptors)))
+  } catch {
+    return (folder, .failure(error))
+  }
 }

@@ -568,7 +568,10 @@ struct ManifestDecoder {
     _ node: YAMLNode, entries: [(key: YAMLNode, value: YAMLNode)], kindEntry: (key: YAMLNode, value: YAMLNode)
   ) -> TaskEntry? {
     checkKeys(entries, known: Self.metalinkKeys, in: "a metalink entry", extra: Self.metalinkAnswers)
-    let document = string(kindEntry.value, what: "metalink", expand: .plain) ?? ""
+    // A URL's `${VAR}` values are secrets (a token in the query), as in a download's URL; a path's are not.
+    let written = kindEntry.value.scalar?.lowercased() ?? ""
+    let byURL = written.hasPrefix("http://") || written.hasPrefix("https://") || written.hasPrefix("${")
+    let document = string(kindEntry.value, what: "metalink", expand: byURL ? .secret : .plain) ?? ""
     let lowered = document.lowercased()
     let isURL = lowered.hasPrefix("http://") || lowered.hasPrefix("https://")
     if isURL {

@@ -48,6 +48,56 @@ public struct PlannedTask: Sendable {
   /// The destination relative to the manifest's folder (or absolute), or `.none` for a data task
   /// without `to:`; read with `Plan.destination(of:)`.
   public var to: TextRef
+  /// Index into `Plan.expectations` for a task whose size and digest come from a document (a
+  /// Metalink file), or -1: a task declared in the manifest keeps its own `size:` and `sha256:`.
+  public var expectation: Int32 = -1
+}
+
+/// What a download must be for its file to be put in place: its length and its digest.
+public struct TaskExpectation: Hashable, Sendable {
+  public var size: Int64?
+  public var digest: ExpectedDigest?
+
+  public init(size: Int64? = nil, digest: ExpectedDigest? = nil) {
+    self.size = size
+    self.digest = digest
+  }
+
+  /// The expected SHA-256 (what every download computes as it goes), when that is the digest.
+  public var sha256: String? { digest?.algorithm == .sha256 ? digest?.hex : nil }
+
+  public var isEmpty: Bool { size == nil && digest == nil }
+}
+
+/// What became of a document a `metalink:` entry names by URL, fetched before planning.
+public enum DescriptorOutcome: String, Sendable {
+  /// Fetched now (a new or changed copy, stored in the state folder).
+  case fetched
+  /// The server answered 304 to the conditional request: the stored copy is current.
+  case notModified = "not-modified"
+  /// The stored copy was used without asking (`validate`, `plan --offline`), or because the server
+  /// could not be reached.
+  case storedCopy = "stored-copy"
+  /// Neither fetched nor stored, or not a usable document: the entry's tasks fail with `descriptor`.
+  case failed
+  /// Not fetched (`validate`, `plan --offline`) and no stored copy: the entry lists no tasks.
+  case missing
+}
+
+/// A document fetched before planning, as the plan and the report show it.
+public struct PlannedDescriptor: Sendable {
+  public var session: Int32
+  public var entry: Int32
+  /// The URL, user-info and secrets masked.
+  public var url: String
+  public var outcome: DescriptorOutcome
+  /// SHA-256 of the document's bytes, when there were any.
+  public var sha256: String?
+  /// Why the entry's tasks fail (`outcome == .failed`), masked.
+  public var failure: String?
+  /// A task that stands for the entry's unknown files in reports when the document failed; it has
+  /// no request (`request == -1`) and is not in `Plan.tasks`.
+  public var task: PlannedTask?
 }
 
 /// One request to send: the tasks that share it, in scheduled order.
@@ -92,6 +142,19 @@ public struct Plan: Sendable {
   /// Tasks that repeated an earlier task exactly and were merged into it.
   public var mergedDuplicates: Int
   public var warnings: [Diagnostic]
+  /// Sizes and digests of tasks whose documents give them (`PlannedTask.expectation`).
+  public var expectations: [TaskExpectation] = []
+  /// Documents given by URL (`metalink:`), in manifest order.
+  public var descriptors: [PlannedDescriptor] = []
+
+  /// The size and digest a download must have, wherever they were written: the task's `size:` and
+  /// `sha256:`, or its Metalink `<size>` and `<hash>`. Nil when nothing is expected.
+  public func expectation(of task: PlannedTask) -> TaskExpectation? {
+    if task.expectation >= 0 { return expectations[Int(task.expectation)] }
+    guard case .task(let spec) = entry(of: task), spec.size != nil || spec.sha256 != nil else { return nil }
+    return TaskExpectation(
+      size: spec.size, digest: spec.sha256.map { ExpectedDigest(algorithm: .sha256, hex: $0.lowercased()) })
+  }
 
   /// The tasks sharing `request`, in manifest order.
   public func tasks(of request: PlannedRequest) -> [PlannedTask] {

@@ -13,8 +13,14 @@ public struct Planner {
   /// Plans `manifest`; `warnings` (the loader's diagnostics) are carried into the plan or the error
   /// alongside the planner's own. When they hold errors, the manifest is partial (tasks with
   /// problems were left out), so references to unknown ids are not reported again.
-  public func plan(_ manifest: Manifest, warnings: [Diagnostic] = []) throws(ManifestError) -> Plan {
+  ///
+  /// `descriptors` holds the documents that `metalink:` entries name by URL (fetched or stored by
+  /// the command); without one, such an entry lists no tasks, with a warning.
+  public func plan(
+    _ manifest: Manifest, warnings: [Diagnostic] = [], descriptors: DescriptorSet? = nil
+  ) throws(ManifestError) -> Plan {
     var builder = PlanBuilder(manifest: manifest, maxProblemsPerList: maxProblemsPerList)
+    builder.descriptorSet = descriptors
     builder.partial = warnings.contains { $0.severity == .error }
     builder.expandAll()
     builder.checkIDs()
@@ -30,7 +36,8 @@ public struct Planner {
     if all.hasErrors { throw ManifestError(diagnostics: all.sorted) }
     return Plan(
       manifest: manifest, text: builder.text, tasks: builder.tasks, requests: builder.requests, order: order,
-      hosts: builder.hosts, mergedDuplicates: builder.merged, warnings: all.sorted)
+      hosts: builder.hosts, mergedDuplicates: builder.merged, warnings: all.sorted, expectations: builder.expectations,
+      descriptors: builder.descriptors)
   }
 }
 
@@ -62,6 +69,11 @@ private struct PlanBuilder {
   var merged = 0
   /// The manifest had errors already: some tasks are missing, so unknown ids are expected.
   var partial = false
+  /// Documents fetched before planning (`metalink:` by URL).
+  var descriptorSet: DescriptorSet?
+  /// Sizes and digests from documents, and the documents given by URL.
+  var expectations: [TaskExpectation] = []
+  var descriptors: [PlannedDescriptor] = []
 
   init(manifest: Manifest, maxProblemsPerList: Int) {
     self.manifest = manifest
@@ -101,7 +113,7 @@ private struct PlanBuilder {
         case .list(let spec):
           expand(spec, session: session, sessionIndex: sessionIndex, entryIndex: entryIndex)
         case .metalink(let spec):
-          refuse(spec)
+          expand(spec, session: session, sessionIndex: sessionIndex, entryIndex: entryIndex)
         }
       }
     }
@@ -254,24 +266,126 @@ private struct PlanBuilder {
     }
   }
 
-  /// A `metalink:` entry cannot run yet: running it would download its files without checking their
-  /// hashes or using their other sources. A local document is read, so that its problems are
-  /// listed, and the entry is refused.
-  mutating func refuse(_ spec: MetalinkSpec) {
-    let later = "declare the files as download tasks (with sha256: and mirrors:) for now"
+  /// A `metalink:` entry: each `<file>` of its document that passed the reader's checks is a
+  /// download at `dest/to/NAME`, its first source the task's URL and the others its mirrors, its
+  /// `<size>` and strongest `<hash>` its expectation. Problems inside the document leave only the
+  /// file concerned out and are warnings here (the manifest itself is valid); a local document that
+  /// cannot be read as Metalink at all is an error. A document given by URL comes from
+  /// `descriptors`: when it failed, the entry stands as one task that fails with `descriptor`.
+  mutating func expand(_ spec: MetalinkSpec, session: Session, sessionIndex: Int, entryIndex: Int) {
+    let document: MetalinkDocument
     if spec.isURL {
-      diagnostics.error(
-        spec.documentMark, "metalink: documents fetched by URL are not supported by this batchdl yet; \(later)")
-      return
+      let masked = redactor.url(spec.document)
+      let fetched = descriptorSet?.documents[spec.document] ?? FetchedDocument(outcome: .missing)
+      var record = PlannedDescriptor(
+        session: Int32(sessionIndex), entry: Int32(entryIndex), url: masked, outcome: fetched.outcome,
+        sha256: fetched.body.map { SHA256.hash(data: $0).hexString })
+      if let problem = fetched.problem, fetched.outcome != .failed {
+        diagnostics.warning(spec.documentMark, "the Metalink document \(masked): \(problem)")
+      }
+      guard let body = fetched.body else {
+        partial = true
+        if fetched.outcome == .missing {
+          diagnostics.warning(
+            spec.documentMark,
+            "no stored copy of the Metalink document \(masked): its files are not listed; 'batchdl plan' (without --offline) or 'batchdl run' fetches it"
+          )
+        } else {
+          failDescriptor(&record, spec: spec, because: fetched.problem ?? "cannot fetch it")
+        }
+        descriptors.append(record)
+        return
+      }
+      document = Metalink.parse(body, file: masked)
+      if document.version == nil {
+        partial = true
+        let reason = document.diagnostics.first.map { "\($0.mark): \($0.message)" } ?? "not a Metalink document"
+        failDescriptor(&record, spec: spec, because: "cannot read it: \(reason)")
+        descriptors.append(record)
+        return
+      }
+      descriptors.append(record)
+    } else {
+      let path = FileAccess.resolve(spec.document, against: manifest.directory)
+      document = Metalink.read(path: path)
+      if document.version == nil {
+        // The user's own file, like a `list:` file: the manifest is invalid.
+        diagnostics.append(contentsOf: document.diagnostics)
+        return
+      }
     }
-    let path = FileAccess.resolve(spec.document, against: manifest.directory)
-    let document = Metalink.read(path: path)
-    diagnostics.append(contentsOf: document.diagnostics)
-    let files = document.files.count == 1 ? "its 1 file" : "its \(document.files.count) files"
-    diagnostics.error(
-      spec.mark,
-      "metalink: entries are not supported by this batchdl yet (\(path) was read: \(files) would download without their Metalink hashes and mirrors); \(later)"
-    )
+    // Problems inside a usable document leave their file out: warnings, the rest runs.
+    for diagnostic in document.diagnostics {
+      diagnostics.warning(
+        diagnostic.mark,
+        diagnostic.severity == .error && !diagnostic.message.hasSuffix("left out")
+          ? diagnostic.message + "; this file is left out" : diagnostic.message)
+    }
+    var folder = ""
+    if let to = spec.to {
+      switch PathRules.normalize(to, allowAbsolute: false) {
+      case .success(let value): folder = value
+      case .failure(let problem):
+        diagnostics.error(spec.toMark ?? spec.documentMark, "to '\(to)' \(problem.message)")
+        return
+      }
+    }
+    let context = context(
+      session: session, sessionIndex: sessionIndex, entryIndex: entryIndex, kind: .download, method: "GET",
+      headers: spec.headers, body: "", priority: spec.priority)
+    for file in document.files {
+      var sources: [(written: String, normalized: NormalizedURL)] = []
+      for source in file.sources {
+        switch normalizer.normalize(source.url) {
+        case .success(let value): sources.append((source.url, value))
+        case .failure(let problem):
+          diagnostics.warning(source.mark, "<url> is ignored: \(problem.description)")
+        }
+      }
+      guard let first = sources.first else {
+        diagnostics.warning(file.mark, "file \(file.name) has no usable <url>; this file is left out")
+        continue
+      }
+      guard
+        let destination = resolveDestination(
+          session: session, to: PathRules.join(folder, file.name), isFolder: false, url: first.normalized,
+          mark: file.mark)
+      else { continue }
+      let urlRef = text.append(first.written)
+      let toRef = text.append(destination)
+      var mirrors = sources.dropFirst().map(\.normalized)
+      for url in session.mirrorURLs(for: first.written) {
+        if case .success(let value) = normalizer.normalize(url) { mirrors.append(value) }
+      }
+      let sha256 = file.hashes.first { $0.algorithm == .sha256 }?.hex
+      let before = tasks.count
+      guard
+        let task = add(
+          context: context, normalized: first.normalized, urlRef: urlRef, toRef: toRef, idRef: toRef, line: 0,
+          mark: file.mark,
+          explicitID: false, mirrors: mirrors, content: sha256)
+      else { continue }
+      if Int(task) == before {
+        let expectation = TaskExpectation(size: file.size, digest: file.digest)
+        if !expectation.isEmpty {
+          tasks[Int(task)].expectation = Int32(expectations.count)
+          expectations.append(expectation)
+        }
+      }
+      if !spec.after.isEmpty { afterRefs.append((task, spec.after)) }
+    }
+  }
+
+  /// Makes the entry of a document that failed one task that fails with `descriptor` in the run.
+  mutating func failDescriptor(_ record: inout PlannedDescriptor, spec: MetalinkSpec, because problem: String) {
+    let message = redactor.text("the Metalink document \(record.url) \(problem)")
+    diagnostics.warning(spec.documentMark, message + "; the entry's files fail with 'descriptor'")
+    record.outcome = .failed
+    record.failure = message
+    let urlRef = text.append(spec.document)
+    record.task = PlannedTask(
+      session: record.session, entry: record.entry, line: 0, kind: .download, request: -1, nextSharing: -1,
+      id: text.append(record.url), url: urlRef, to: .none)
   }
 
   /// Set by `expandLine` (and `add`) when the line being read has a problem, reported or not: the

@@ -10,6 +10,8 @@ public struct RunReport: Sendable {
   public var seconds: Double?
   /// `I/N` when the run was one shard of the manifest (`report merge` drops it).
   public var shard: String?
+  /// Documents fetched before planning (`metalink:` by URL): listed as `descriptors`.
+  public var descriptors: [PlannedDescriptor] = []
 
   public init(manifest: String) {
     self.manifest = manifest
@@ -41,7 +43,17 @@ public struct RunReport: Sendable {
     ]
     if timings, let seconds { head["seconds"] = .string(TextFormat.fixed(seconds, decimals: 3)) }
     if let shard { head["shard"] = .string(shard) }
-    // Keys sorted: format, manifest, [seconds,] summary, tasks.
+    if !descriptors.isEmpty {
+      head["descriptors"] = .array(
+        descriptors.map { descriptor in
+          var fields: [String: JSON] = [
+            "url": .string(descriptor.url), "outcome": .string(descriptor.outcome.rawValue),
+          ]
+          if let sha256 = descriptor.sha256 { fields["sha256"] = .string(sha256) }
+          return .object(fields)
+        })
+    }
+    // Keys sorted: [descriptors,] format, manifest, [seconds,] [shard,] summary, tasks.
     var text = "{\n"
     for key in head.keys.sorted() {
       text += "  "

@@ -244,7 +244,7 @@ public struct BackgroundSessions {
   public func work(session name: String, environment: [String: String]) -> ExitStatus {
     var last = ExitStatus.success
     var identifier = name
-    if let plan = try? ManifestCheck.plan(path: manifestPath, environment: environment),
+    if let plan = try? ManifestCheck.plan(path: manifestPath, environment: environment, state: stateFolder),
       let session = plan.manifest.sessions.first(where: { $0.name == name })
     {
       identifier = session.identifier ?? name
@@ -269,7 +269,7 @@ public struct BackgroundSessions {
       unlink(wakePath(identifier))
       let plan: Plan
       do {
-        plan = try ManifestCheck.plan(path: manifestPath, environment: environment)
+        plan = try ManifestCheck.plan(path: manifestPath, environment: environment, state: stateFolder)
       } catch {
         var stderr = StandardError()
         ManifestCheck.report(error.diagnostics, for: manifestPath, to: &stderr)

@@ -119,6 +119,8 @@ final class JobBuilder: TransferJobSource {
       }
     } else if case .list(let spec) = plan.entry(of: first) {
       headers = headers.merged(with: spec.headers)
+    } else if case .metalink(let spec) = plan.entry(of: first) {
+      headers = headers.merged(with: spec.headers)
     }
     let target: TransferSpec.Target
     var owner: (task: PlannedTask, path: String)?
@@ -154,7 +156,7 @@ final class JobBuilder: TransferJobSource {
         return TransferSource(url: url, hostKey: host ?? url)
       }
       // A source whose bytes disagree with what the owner task expects is set aside.
-      if let owner = plan.owner(of: request), case .task(let expected) = plan.entry(of: owner) {
+      if let owner = plan.owner(of: request), let expected = plan.expectation(of: owner) {
         spec.expectedSize = expected.size
         spec.expectedSHA256 = expected.sha256
       }

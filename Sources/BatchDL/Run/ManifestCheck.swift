@@ -2,13 +2,24 @@ import Foundation
 
 /// Loads a manifest and plans it: what every command does before anything else.
 public enum ManifestCheck {
-  /// The plan of the manifest at `path`, or every problem found in it.
+  /// The plan of the manifest at `path`, or every problem found in it. Documents that
+  /// `metalink:` entries name by URL are fetched first (`.fetch`) or read from the state folder
+  /// (`state`: `--state`, else `.batchdl/` beside the manifest).
   public static func plan(
-    path: String, environment: [String: String] = ProcessInfo.processInfo.environment
+    path: String, environment: [String: String] = ProcessInfo.processInfo.environment,
+    descriptors mode: DescriptorMode = .stored, state: String? = nil
   ) throws(ManifestError) -> Plan {
     let (manifest, diagnostics) = ManifestLoader.read(path: path, environment: environment)
     guard let manifest else { throw ManifestError(diagnostics: diagnostics) }
-    return try Planner().plan(manifest, warnings: diagnostics)
+    var descriptors: DescriptorSet?
+    let byURL = manifest.sessions.contains { session in
+      session.tasks.contains { if case .metalink(let spec) = $0 { spec.isURL } else { false } }
+    }
+    // A manifest with errors is not planned: nothing is fetched for it.
+    if byURL && !diagnostics.contains(where: { $0.severity == .error }) {
+      descriptors = Descriptors.prepare(manifest, state: StateFolder(option: state, manifest: manifest), mode: mode)
+    }
+    return try Planner().plan(manifest, warnings: diagnostics, descriptors: descriptors)
   }
 
   /// Prints diagnostics as `FILE:LINE:COLUMN: severity: message`, then a count of errors.

@@ -87,7 +87,16 @@ final class RunBookkeeper: TransferObserver {
       for task in plan.tasks(of: plan.requests[Int(index)]) { pendingPerSession[Int(task.session), default: 0] += 1 }
     }
     report.requests = requests.count
+    // Documents fetched before planning: listed once (a sharded run lists them in shard 0), and an
+    // entry whose document failed fails here, as one task, with `descriptor`.
+    let failedDescriptors = (options.shard?.index ?? 0) == 0 ? plan.descriptors.compactMap(\.task) : []
+    if (options.shard?.index ?? 0) == 0 { report.descriptors = plan.descriptors.filter { $0.outcome != .missing } }
+    for task in failedDescriptors { pendingPerSession[Int(task.session), default: 0] += 1 }
     results.reserve(pendingPerSession.values.reduce(0, +))
+    for descriptor in plan.descriptors where (options.shard?.index ?? 0) == 0 {
+      guard let task = descriptor.task else { continue }
+      record(failed(task, TransferFailure(code: .descriptor, message: descriptor.failure ?? "cannot fetch it")))
+    }
 
     var actions: [RequestAction] = []
     /// The job of each request (by request index), -1 for none.
@@ -521,12 +530,27 @@ final class RunBookkeeper: TransferObserver {
   }
 
   private func expectationProblem(_ task: PlannedTask, _ result: TransferResult) -> (FailureCode, String)? {
-    guard case .task(let spec) = plan.entry(of: task) else { return nil }
-    if let size = spec.size, size != result.size {
+    guard let expected = plan.expectation(of: task) else { return nil }
+    if let size = expected.size, size != result.size {
       return (.sizeMismatch, "expected \(size) bytes, received \(result.size); nothing was written to 'to'")
     }
-    if let sha256 = spec.sha256, sha256 != result.sha256 {
-      return (.checksumMismatch, "expected sha256 \(sha256), received \(result.sha256); nothing was written to 'to'")
+    guard let digest = expected.digest else { return nil }
+    let received: String?
+    if digest.algorithm == .sha256 {
+      received = result.sha256
+    } else if let file = result.file {
+      received = FileDigest.hex(of: file, algorithm: digest.algorithm)
+    } else {
+      received = FileDigest.hex(of: result.body ?? [], algorithm: digest.algorithm)
+    }
+    guard let received else {
+      return (
+        .read, "cannot read the received file to check its \(digest.algorithm.rawValue); nothing was written to 'to'"
+      )
+    }
+    if received != digest.hex {
+      let name = digest.algorithm == .sha256 ? "sha256" : digest.algorithm.rawValue
+      return (.checksumMismatch, "expected \(name) \(digest.hex), received \(received); nothing was written to 'to'")
     }
     return nil
   }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// A state folder that cannot be used: what went wrong, and what to do about it.
@@ -70,6 +71,8 @@ public struct StateError: Error, CustomStringConvertible {
 ///   cache/SESSION/                HTTP caches of data tasks
 ///   reports/SESSION.json          reports handed to on_finished
 ///   workers/ID.{lock,json,log,report.json,events.jsonl}   background workers
+///   descriptors/HASH.{body,meta}  documents fetched before planning (Metalink by URL); HASH is
+///                                 the SHA-256 of the URL with user-info and secrets masked
 ///   shard-I-of-N/                 the same (but workers/) for `run --shard I/N`
 /// ```
 ///
@@ -127,6 +130,14 @@ public struct StateFolder: Sendable {
   public func sessionReport(session: String) -> String { path + "/reports/\(session).json" }
   /// Background workers are never sharded: their files are in the base folder.
   public var workers: String { base + "/workers" }
+  /// Documents fetched before planning are shared by every shard: in the base folder.
+  public var descriptors: String { base + "/descriptors" }
+  /// The stored copy of the document at `maskedURL` (user-info and secrets masked): its bytes
+  /// and its metadata (`ETag`, `Last-Modified`, SHA-256).
+  public func descriptor(maskedURL: String) -> (body: String, meta: String) {
+    let name = SHA256.hash(data: Array(maskedURL.utf8)).hexString
+    return (descriptors + "/\(name).body", descriptors + "/\(name).meta")
+  }
 
   /// The shards that have state under `base` (`shard-I-of-N/`), in order.
   public func shards() -> [Shard] {

@@ -11,12 +11,16 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, CustomStringConve
   case bodyTooLarge, unsafePath, dependency, policy, checksumMismatch, sizeMismatch, state, cacheMiss
   /// Every source of a download (its URL and mirrors) failed; the error lists each one's.
   case allSourcesFailed
+  /// A document the task's entry depends on (a Metalink document given by URL) could not be
+  /// fetched or read.
+  case descriptor
 
   /// Every code without a number (`http-NNN` and `curl-N` excepted).
   public static let named: [FailureCode] = [
     .connect, .dns, .timeout, .network, .incomplete, .rangeMismatch, .resumeRestart, .badResponse, .tls,
     .tooManyRedirects, .protocol, .write, .read, .diskFull, .url, .cancelled, .internal, .bodyTooLarge,
     .unsafePath, .dependency, .policy, .checksumMismatch, .sizeMismatch, .state, .cacheMiss, .allSourcesFailed,
+    .descriptor,
   ]
 
   public var rawValue: String {
@@ -49,6 +53,7 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, CustomStringConve
     case .state: "state"
     case .cacheMiss: "cache-miss"
     case .allSourcesFailed: "all-sources-failed"
+    case .descriptor: "descriptor"
     }
   }
 

@@ -1,0 +1,72 @@
+import Crypto
+import Foundation
+
+/// Digests other than the SHA-256 every download computes as it goes: a Metalink document may
+/// give only SHA-512 (or, with a warning, SHA-1 or MD5). Computed with swift-crypto on the
+/// finished file before it is put in place.
+enum FileDigest {
+  /// The hex digest of the file at `path`, or nil when it cannot be read.
+  static func hex(of path: String, algorithm: DigestAlgorithm) -> String? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var hasher = AnyHasher(algorithm)
+    var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    while true {
+      let count = buffer.withUnsafeMutableBytes { SystemCalls.readRetrying(fd, into: $0) }
+      if count < 0 { return nil }
+      if count == 0 { break }
+      buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+    }
+    return hasher.finalize()
+  }
+
+  /// The hex digest of `bytes`.
+  static func hex(of bytes: [UInt8], algorithm: DigestAlgorithm) -> String {
+    var hasher = AnyHasher(algorithm)
+    bytes.withUnsafeBytes { hasher.update($0) }
+    return hasher.finalize()
+  }
+
+  private enum AnyHasher {
+    case sha256(SHA256)
+    case sha512(SHA512)
+    case sha1(Insecure.SHA1)
+    case md5(Insecure.MD5)
+
+    init(_ algorithm: DigestAlgorithm) {
+      switch algorithm {
+      case .sha256: self = .sha256(SHA256())
+      case .sha512: self = .sha512(SHA512())
+      case .sha1: self = .sha1(Insecure.SHA1())
+      case .md5: self = .md5(Insecure.MD5())
+      }
+    }
+
+    mutating func update(_ bytes: UnsafeRawBufferPointer) {
+      switch self {
+      case .sha256(var hasher):
+        hasher.update(bufferPointer: bytes)
+        self = .sha256(hasher)
+      case .sha512(var hasher):
+        hasher.update(bufferPointer: bytes)
+        self = .sha512(hasher)
+      case .sha1(var hasher):
+        hasher.update(bufferPointer: bytes)
+        self = .sha1(hasher)
+      case .md5(var hasher):
+        hasher.update(bufferPointer: bytes)
+        self = .md5(hasher)
+      }
+    }
+
+    func finalize() -> String {
+      switch self {
+      case .sha256(let hasher): return hasher.finalize().hexString
+      case .sha512(let hasher): return hasher.finalize().hexString
+      case .sha1(let hasher): return hasher.finalize().hexString
+      case .md5(let hasher): return hasher.finalize().hexString
+      }
+    }
+  }
+}

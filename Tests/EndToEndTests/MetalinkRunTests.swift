@@ -1,0 +1,275 @@
+import Crypto
+import Foundation
+import TestServer
+import TestSupport
+import Testing
+
+/// `metalink:` entries run: each file of the document is a download with its sources, size and
+/// digest; a document given by URL is fetched first, conditionally against the stored copy.
+@Suite(.serialized) struct MetalinkRunTests {
+  static let length = 50_000
+  static let one = FileResource.versionBytes(1, length: length)
+  static let two = FileResource.versionBytes(2, length: length)
+
+  static func document(_ files: [(name: String, urls: [String], sha256: String?)]) -> String {
+    var text = "<?xml version=\"1.0\"?>\n<metalink xmlns=\"urn:ietf:params:xml:ns:metalink\">\n"
+    for file in files {
+      text += "  <file name=\"\(file.name)\">"
+      if let sha = file.sha256 { text += "<hash type=\"sha-256\">\(sha)</hash>" }
+      for (index, url) in file.urls.enumerated() { text += "<url priority=\"\(index + 1)\">\(url)</url>" }
+      text += "</file>\n"
+    }
+    return text + "</metalink>\n"
+  }
+
+  @Test func anUnsafeNameLeavesOnlyItsFileOutAndTheOthersDownload() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(.version(1, length: Self.length)))
+    fixture.server.route("/b.bin", .file(.version(2, length: Self.length)))
+    fixture.folder.write(
+      "doc.meta4",
+      Self.document([
+        ("a.bin", [fixture.server.url("/a.bin")], SHA256Digest.hex(Self.one)),
+        ("../evil.bin", [fixture.server.url("/a.bin")], nil),
+        ("sub/b.bin", [fixture.server.url("/b.bin")], SHA256Digest.hex(Self.two)),
+      ]))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - metalink: doc.meta4
+              to: m/
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("m/a.bin", Self.one))
+    #expect(fixture.holds("m/sub/b.bin", Self.two))
+    #expect(!fixture.files().contains { $0.contains("evil") })
+    #expect(
+      outcome.stderr.contains("doc.meta4:4:3: warning: file name '../evil.bin' contains '..'"), "\(outcome.stderr)")
+  }
+
+  @Test func aDescriptorThatCannotBeFetchedFailsOnlyItsTasks() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/doc.meta4", .status(500))
+    fixture.server.route("/x.bin", .file(.version(1, length: Self.length)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          tasks:
+            - metalink: BASE/doc.meta4
+              to: m/
+            - download: BASE/x.bin
+              to: x.bin
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    #expect(fixture.holds("x.bin", Self.one))
+    #expect(!fixture.files().contains { $0.hasPrefix("m/") })
+    let tasks = try fixture.tasks()
+    #expect(tasks["x.bin"]?["outcome"] as? String == "completed")
+    let failed = try #require(tasks[fixture.server.url("/doc.meta4")], "\(tasks.keys)")
+    #expect((failed["error"] as? [String: Any])?["code"] as? String == "descriptor")
+    let descriptors = try #require(try fixture.report()["descriptors"] as? [[String: Any]])
+    #expect(descriptors.map { $0["outcome"] as? String } == ["failed"])
+  }
+
+  @Test func aDescriptorNotModifiedUsesTheStoredCopy() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(.version(1, length: Self.length)))
+    let text = Self.document([("a.bin", [fixture.server.url("/a.bin")], SHA256Digest.hex(Self.one))])
+    fixture.server.route(
+      "/doc.meta4", .file(FileResource(text: text, contentType: "application/metalink4+xml", etag: .strong("d1"))))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - metalink: BASE/doc.meta4
+      """)
+    let first = try fixture.run()
+    #expect(first.status == 0, "\(first.stderr)")
+    #expect(try fixture.descriptorOutcomes() == ["fetched"])
+    #expect(fixture.holds("a.bin", Self.one))
+    let second = try fixture.run()
+    #expect(second.status == 0, "\(second.stderr)")
+    #expect(try fixture.descriptorOutcomes() == ["not-modified"])
+    let asked = fixture.server.requests(for: "/doc.meta4")
+    #expect(asked.count == 2)
+    #expect(asked.last?.header("if-none-match") == "\"d1\"")
+    let sha = try #require(try fixture.report()["descriptors"] as? [[String: Any]]).first?["sha256"] as? String
+    #expect(sha == SHA256Digest.hex(Array(text.utf8)))
+    // plan --offline and validate use the stored copy, without a request.
+    let offline = try BinaryRunner.run(["plan", "manifest.yaml", "--offline"], in: fixture.folder.path)
+    #expect(offline.status == 0, "\(offline.stderr)")
+    #expect(offline.stdout.contains("a.bin"))
+    #expect(fixture.server.requests(for: "/doc.meta4").count == 2)
+  }
+
+  @Test func aChangedDescriptorReplacesTheStoredCopy() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(.version(1, length: Self.length)))
+    fixture.server.route("/b.bin", .file(.version(2, length: Self.length)))
+    let first = Self.document([("a.bin", [fixture.server.url("/a.bin")], nil)])
+    let second = Self.document([
+      ("a.bin", [fixture.server.url("/a.bin")], nil), ("b.bin", [fixture.server.url("/b.bin")], nil),
+    ])
+    fixture.server.route("/doc.meta4", .file(FileResource(text: first, etag: .strong("d1"))))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - metalink: BASE/doc.meta4
+      """)
+    #expect(try fixture.run().status == 0)
+    #expect(!fixture.files().contains("b.bin"))
+    fixture.server.route("/doc.meta4", .file(FileResource(text: second, etag: .strong("d2"))))
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(try fixture.descriptorOutcomes() == ["fetched"])
+    #expect(fixture.holds("b.bin", Self.two))
+    let stored = try FileManager.default.contentsOfDirectory(atPath: fixture.folder.path + "/.batchdl/descriptors")
+    #expect(stored.sorted().map { $0.split(separator: ".").last.map(String.init) } == ["body", "meta"], "\(stored)")
+    let body = stored.first { $0.hasSuffix(".body") }.flatMap { fixture.folder.read(".batchdl/descriptors/" + $0) }
+    #expect(body == second)
+    let meta = stored.first { $0.hasSuffix(".meta") }.flatMap { fixture.folder.read(".batchdl/descriptors/" + $0) }
+    #expect(meta?.contains("d2") == true, "\(meta ?? "")")
+  }
+
+  @Test func aWrongSHA256FailsTheFileWithChecksumMismatch() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(.version(1, length: Self.length)))
+    fixture.folder.write(
+      "doc.meta4", Self.document([("a.bin", [fixture.server.url("/a.bin")], SHA256Digest.hex(Self.two))]))
+    fixture.manifest("version: 1\nsessions:\n  s:\n    tasks:\n      - metalink: doc.meta4\n")
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1)
+    #expect(!fixture.files().contains("a.bin"))
+    let error = try #require(try fixture.tasks()["a.bin"]?["error"] as? [String: Any])
+    #expect(error["code"] as? String == "checksum-mismatch")
+  }
+
+  @Test func bytesThatDisagreeWithTheSHA256MoveOnToTheNextSource() throws {
+    let fixture = try RunFixture()
+    let other = try TestHTTPServer()
+    defer { other.stop() }
+    fixture.server.route("/a.bin", .file(.version(1, length: Self.length)))
+    other.route("/a.bin", .file(.version(2, length: Self.length)))
+    fixture.folder.write(
+      "doc.meta4",
+      Self.document([("a.bin", [fixture.server.url("/a.bin"), other.url("/a.bin")], SHA256Digest.hex(Self.two))]))
+    fixture.manifest("version: 1\nsessions:\n  s:\n    tasks:\n      - metalink: doc.meta4\n")
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("a.bin", Self.two))
+  }
+
+  @Test func aRefusedFirstSourceFailsOverToTheNext() throws {
+    let fixture = try RunFixture()
+    let refused = try RefusedPort()
+    fixture.server.route("/a.bin", .file(.version(1, length: Self.length)))
+    fixture.folder.write(
+      "doc.meta4",
+      Self.document([("a.bin", [refused.url("/a.bin"), fixture.server.url("/a.bin")], SHA256Digest.hex(Self.one))]))
+    fixture.manifest(
+      "version: 1\nsessions:\n  s:\n    retry: {attempts: 2, backoff: 10ms}\n    tasks:\n      - metalink: doc.meta4\n")
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("a.bin", Self.one))
+    let failed = fixture.events().filter { $0["event"] as? String == "source_failed" }
+    #expect(failed.map { $0["url"] as? String } == [refused.url("/a.bin")])
+  }
+
+  @Test func aSHA512IsCheckedOnThePlacedFile() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(.version(1, length: Self.length)))
+    fixture.server.route("/b.bin", .file(.version(2, length: Self.length)))
+    let good = SHA512.hash(data: Self.one).map { String(format: "%02x", $0) }.joined()
+    fixture.folder.write(
+      "doc.meta4",
+      """
+      <metalink xmlns="urn:ietf:params:xml:ns:metalink">
+        <file name="a.bin"><hash type="sha-512">\(good)</hash><url>\(fixture.server.url("/a.bin"))</url></file>
+        <file name="b.bin"><hash type="sha-512">\(good)</hash><url>\(fixture.server.url("/b.bin"))</url></file>
+      </metalink>
+      """)
+    fixture.manifest("version: 1\nsessions:\n  s:\n    tasks:\n      - metalink: doc.meta4\n")
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1)
+    #expect(fixture.holds("a.bin", Self.one))
+    #expect(!fixture.files().contains("b.bin"))
+    let tasks = try fixture.tasks()
+    #expect(tasks["a.bin"]?["outcome"] as? String == "completed")
+    let error = try #require(tasks["b.bin"]?["error"] as? [String: Any])
+    #expect(error["code"] as? String == "checksum-mismatch")
+    #expect((error["message"] as? String)?.contains("sha-512") == true)
+  }
+
+  @Test func theStoredCopyHoldsNoSecret() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(.version(1, length: Self.length)))
+    let text = Self.document([("a.bin", [fixture.server.url("/a.bin")], nil)])
+    fixture.server.route("/doc.meta4", .file(FileResource(text: text, etag: .strong("d1"))))
+    let base = fixture.server.baseURL.replacingOccurrences(of: "http://", with: "http://reader:${DOC_PASSWORD}@")
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - metalink: \(base)/doc.meta4?token=${DOC_TOKEN}
+      """)
+    let secrets = ["DOC_PASSWORD": "pa55-word-xyz", "DOC_TOKEN": "tok-123-secret"]
+    let outcome = try fixture.run(environment: secrets)
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("a.bin", Self.one))
+    #expect(fixture.server.requests(for: "/doc.meta4").count == 1)
+    let folder = fixture.folder.path + "/.batchdl/descriptors"
+    let stored = try FileManager.default.contentsOfDirectory(atPath: folder)
+    #expect(stored.count == 2)
+    for name in stored {
+      let contents = fixture.folder.read(".batchdl/descriptors/" + name) ?? ""
+      for secret in secrets.values {
+        #expect(!name.contains(secret) && !contents.contains(secret), "\(name)")
+      }
+    }
+    let report = fixture.folder.read("report.json") ?? ""
+    for secret in secrets.values { #expect(!report.contains(secret)) }
+    // The next run finds the copy under the same (masked) name and asks conditionally.
+    #expect(try fixture.run(environment: secrets).status == 0)
+    #expect(try fixture.descriptorOutcomes() == ["not-modified"])
+  }
+
+  @Test func offlineCommandsSayWhenNoCopyIsStored() throws {
+    let fixture = try RunFixture()
+    fixture.manifest("version: 1\nsessions:\n  s:\n    tasks:\n      - metalink: BASE/doc.meta4\n")
+    let validate = try BinaryRunner.run(["validate", "manifest.yaml"], in: fixture.folder.path)
+    #expect(validate.status == 0, "\(validate.stderr)")
+    #expect(validate.stderr.contains("no stored copy of the Metalink document"), "\(validate.stderr)")
+    let offline = try BinaryRunner.run(["plan", "manifest.yaml", "--offline"], in: fixture.folder.path)
+    #expect(offline.status == 0, "\(offline.stderr)")
+    #expect(offline.stderr.contains("no stored copy"))
+    #expect(fixture.server.requests(for: "/doc.meta4").isEmpty)
+  }
+}
+
+extension RunFixture {
+  /// The report as a whole.
+  func report() throws -> [String: Any] {
+    let data = Data((folder.read("report.json") ?? "").utf8)
+    return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+  }
+
+  /// The report's descriptors' outcomes.
+  func descriptorOutcomes() throws -> [String] {
+    (try report()["descriptors"] as? [[String: Any]] ?? []).compactMap { $0["outcome"] as? String }
+  }
+}
