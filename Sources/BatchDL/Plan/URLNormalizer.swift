@@ -213,8 +213,12 @@ public final class URLNormalizer {
       let fileName =
         lastSlash + 1 < pathEnd
         ? String(decoding: UnsafeBufferPointer(rebasing: bytes[(lastSlash + 1)..<pathEnd]), as: UTF8.self) : nil
-      return NormalizedURL(
-        text: String(decoding: bytes, as: UTF8.self), scheme: scheme, authority: authority, fileName: fileName)
+      return NormalizedURL(text: "", scheme: scheme, authority: authority, fileName: fileName)
+    }.map {
+      // The URL is its own normal form: share its storage rather than copy it.
+      var normal = $0
+      normal.text = url
+      return normal
     }
   }
 

@@ -10,7 +10,8 @@ import Synchronization
 /// files this halves the time spent in the kernel. Safe to share between threads.
 public final class FolderStatus: Sendable {
   private struct Open {
-    var path = ""
+    /// The folder's path, as bytes.
+    var path: [UInt8] = []
     var descriptor: Int32 = -1
   }
 
@@ -23,23 +24,27 @@ public final class FolderStatus: Sendable {
   }
 
   /// The file's size and modification time, or nil when it does not exist or is not a regular
-  /// file: the same answer as `FileAccess.status(path)`.
+  /// file: the same answer as `FileAccess.status(path)`. Makes no String: the folder is compared
+  /// and the name passed on the path's own bytes.
   public func status(_ path: String) -> (size: Int64, modified: Int64)? {
-    guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")), slash != path.utf8.startIndex,
-      path.utf8.index(after: slash) != path.utf8.endIndex
-    else { return FileAccess.status(path) }
-    let folder = String(Substring(path.utf8[..<slash]))
-    let name = String(Substring(path.utf8[path.utf8.index(after: slash)...]))
-    return open.withLock { open -> (size: Int64, modified: Int64)? in
-      if open.path != folder {
-        if open.descriptor >= 0 { close(open.descriptor) }
-        open.descriptor = Glibc.open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        open.path = folder
+    path.withCString { cPath -> (size: Int64, modified: Int64)? in
+      let length = strlen(cPath)
+      let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(cPath).assumingMemoryBound(to: UInt8.self), count: length)
+      guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")), slash > 0, slash + 1 < length else {
+        return FileAccess.status(path)
       }
-      guard open.descriptor >= 0 else { return FileAccess.status(path) }
-      var info = stat()
-      guard fstatat(open.descriptor, name, &info, 0) == 0 else { return nil }
-      return FileAccess.status(of: info)
+      let folder = UnsafeBufferPointer(rebasing: bytes[..<slash])
+      return open.withLock { open -> (size: Int64, modified: Int64)? in
+        if !open.path.elementsEqual(folder) {
+          if open.descriptor >= 0 { close(open.descriptor) }
+          open.path = Array(folder)
+          open.descriptor = Glibc.open(String(decoding: folder, as: UTF8.self), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        }
+        guard open.descriptor >= 0 else { return FileAccess.status(path) }
+        var info = stat()
+        guard fstatat(open.descriptor, cPath + slash + 1, &info, 0) == 0 else { return nil }
+        return FileAccess.status(of: info)
+      }
     }
   }
 }
