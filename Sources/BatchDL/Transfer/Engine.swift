@@ -846,7 +846,9 @@ extension Engine {
     let head = transfer.head
     let minimum = max(1, transfer.spec.minSegmentSize)
     let ranged = head.status == 206 || (head["accept-ranges"]?.lowercased().contains("bytes") ?? false)
-    guard ranged, let total = admission.total, let validator = transfer.validator, total >= 2 * minimum,
+    // Only a plain GET is asked again in ranges (a POST would be sent again with each).
+    guard ranged, transfer.spec.method.uppercased() == "GET", case .none = transfer.spec.body,
+      let total = admission.total, let validator = transfer.validator, total >= 2 * minimum,
       total - sink.count >= 2 * minimum
     else {
       built.segmentsOff = true
