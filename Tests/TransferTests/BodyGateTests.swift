@@ -156,6 +156,8 @@ import Testing
     #expect(Self.resumedUnknownTotal.verify(unknown, received: 200_000)?.code.rawValue == "incomplete")
     // A segment is complete when its own range is.
     #expect(Self.segment.verify(.range(start: 100, end: 199, total: 1000), received: 100) == nil)
+    // A segment answered with fewer bytes than it asked for is continued, never complete.
+    #expect(Self.segment.verify(.range(start: 100, end: 149, total: 1000), received: 50)?.code.rawValue == "incomplete")
   }
 
   @Test func aDecodedBodyIsNotHeldToItsEncodedLength() {

@@ -33,6 +33,15 @@ public struct PlanListing {
 
   private func sessionName(_ index: Int32) -> String { plan.manifest.sessions[Int(index)].name }
 
+  /// The connections a download may use (its task's `segments:`, else its session's
+  /// `network.segments`), when more than one.
+  private func segments(of request: PlannedRequest) -> Int? {
+    guard let owner = plan.owner(of: request), owner.kind == .download else { return nil }
+    var count = plan.session(of: request).network.segments
+    if case .task(let spec) = plan.entry(of: owner) { count = spec.segments ?? count }
+    return count > 1 ? count : nil
+  }
+
   /// The human-readable listing.
   public func writeText(to out: inout some TextOutputStream) {
     let position = positions()
@@ -80,6 +89,7 @@ public struct PlanListing {
       text += "session "
       text += sessionName(request.session)
       if request.priority != .normal { text += ", \(request.priority.rawValue) priority" }
+      if let segments = segments(of: request) { text += ", segments \(segments)" }
       if let count = shardCount { text += ", shard \(plan.shard(of: request, count: count))/\(count)" }
       if !request.dependencies.isEmpty {
         let after = request.dependencies.map { position[Int($0)] }.sorted().map { "#\($0)" }
@@ -166,6 +176,7 @@ public struct PlanListing {
         JSON.quote(decision.reason, into: &text)
         if case .resume(let offset) = decision.action { text += ",\"resume_from\":" + String(offset) }
       }
+      if let segments = segments(of: request) { text += ",\"segments\":" + String(segments) }
       text += ",\"session\":"
       JSON.quote(sessionName(request.session), into: &text)
       if let count = shardCount { text += ",\"shard\":" + String(plan.shard(of: request, count: count)) }

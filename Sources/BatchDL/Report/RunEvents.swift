@@ -11,6 +11,8 @@ public enum RunEvent: Sendable {
   case progress(task: String, bytes: Int64, expected: Int64?)
   /// A source of a download with mirrors failed and was set aside.
   case sourceFailed(task: String, url: String, code: String, message: String)
+  /// A segmented download started fetching `length` bytes from `start` on a connection of its own.
+  case segment(task: String, start: Int64, length: Int64)
   /// An attempt failed; the task will be tried again.
   case retrying(task: String, attempt: Int, delay: Interval, code: String, message: String)
   /// `didBecome downloadTask`: a data task's body moved to a file.
@@ -46,6 +48,8 @@ public enum RunEvent: Sendable {
         "event": .string("source_failed"), "task": .string(task), "url": .string(url),
         "error": .object(["code": .string(code), "message": .string(message)]),
       ]
+    case .segment(let task, let start, let length):
+      return ["event": .string("segment"), "task": .string(task), "start": .int(start), "length": .int(length)]
     case .becameDownload(let task, let to):
       return ["event": .string("became_download"), "task": .string(task), "to": .string(to)]
     case .finished(let task, let to):

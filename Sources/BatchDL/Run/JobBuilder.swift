@@ -83,6 +83,7 @@ final class JobBuilder: TransferJobSource {
     case .resume?:
       if let point = prior.resumePoint(for: request, in: plan), let validator = point.validator {
         spec.resume = .init(offset: point.durable, validator: validator, total: point.total)
+        spec.extents = point.extents
       }
       spec.spentBefore = spentBefore
     case .revalidate?:
@@ -159,6 +160,17 @@ final class JobBuilder: TransferJobSource {
       if let owner = plan.owner(of: request), let expected = plan.expectation(of: owner) {
         spec.expectedSize = expected.size
         spec.expectedSHA256 = expected.sha256
+      }
+    }
+    spec.minSegmentSize = session.network.minSegmentSize
+    spec.segments = session.network.segments
+    if let owner = plan.owner(of: request), case .task(let task) = plan.entry(of: owner) {
+      spec.segments = task.segments ?? spec.segments
+      if spec.segments > 1 {
+        // A file joined from segments is checked against what the task expects, and fetched
+        // again as one stream when it fails.
+        spec.expectedSize = task.size
+        spec.expectedSHA256 = task.sha256
       }
     }
     spec.cookieJar = cookieJars[Int(request.session)]

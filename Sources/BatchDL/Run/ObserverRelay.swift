@@ -93,6 +93,10 @@ final class ObserverRelay<Observer: TransferObserver & SendableMetatype>: Transf
     hand { self.observer.transferSourceFailed(job, url: url, failure: failure) }
   }
 
+  func transferSegmentStarted(_ job: Int, start: Int64, length: Int64) {
+    hand { self.observer.transferSegmentStarted(job, start: start, length: length) }
+  }
+
   func transferCompleted(_ job: Int, outcome: Result<TransferResult, TransferFailure>, spent: Int64) {
     hand { self.observer.transferCompleted(job, outcome: outcome, spent: spent) }
   }

@@ -106,7 +106,8 @@ public struct PriorState: Sendable {
   /// A usable checkpoint for `request`: its partial file is where this plan puts it and holds at
   /// least the checkpointed bytes.
   public func resumePoint(for request: PlannedRequest, in plan: Plan) -> Checkpoint? {
-    guard let point = checkpoints[request.key.description], point.durable > 0, point.validator != nil,
+    guard let point = checkpoints[request.key.description], point.durable > 0 || !point.extents.isEmpty,
+      point.validator != nil,
       let expected = plan.partialPath(of: request), point.partial == expected,
       let info = files.status(point.partial), info.size >= point.durable
     else { return nil }

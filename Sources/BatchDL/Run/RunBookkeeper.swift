@@ -321,6 +321,12 @@ final class RunBookkeeper: TransferObserver {
     display.note("source \(url) of \(id(tasks[0])) set aside: \(failure.code): \(message)")
   }
 
+  public func transferSegmentStarted(_ job: Int, start: Int64, length: Int64) {
+    for task in plan.tasks(of: request(ofJob: job)) {
+      emit(.segment(task: id(task), start: start, length: length))
+    }
+  }
+
   public func transferWillRetry(_ job: Int, after delay: Interval, failure: TransferFailure) {
     let tasks = plan.tasks(of: request(ofJob: job))
     for task in tasks {

@@ -59,7 +59,7 @@ final class StateRecorder {
       points.append(
         Checkpoint(
           key: key, partial: point.path, url: redactor.url(point.effectiveURL), etag: point.etag,
-          lastModified: point.lastModified, total: point.total, durable: point.durable))
+          lastModified: point.lastModified, total: point.total, durable: point.durable, extents: point.extents))
     }
     do {
       try store.update(checkpoints: points)

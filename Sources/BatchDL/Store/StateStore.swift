@@ -14,12 +14,17 @@ public struct Checkpoint: Sendable, Equatable {
   public var lastModified: String?
   /// The full length the server announced, when it did.
   public var total: Int64?
-  /// Bytes of the partial file known to be on disk (written and `fdatasync`ed).
+  /// Bytes of the partial file known to be on disk (written and `fdatasync`ed); for a segmented
+  /// download, those from byte 0 without a gap.
   public var durable: Int64
+  /// A segmented download's extents on disk (the `extents` table); empty for one stream.
+  public var extents: [ByteExtent]
 
   public init(
-    key: String, partial: String, url: String, etag: String?, lastModified: String?, total: Int64?, durable: Int64
+    key: String, partial: String, url: String, etag: String?, lastModified: String?, total: Int64?, durable: Int64,
+    extents: [ByteExtent] = []
   ) {
+    self.extents = extents
     self.key = key
     self.partial = partial
     self.url = url
@@ -100,15 +105,18 @@ public struct StateScope: Sendable, Equatable {
 /// request has spent against `timeouts.resource`, each row under the manifest it belongs to
 /// (`StateScope`). Nothing secret is stored: URLs are masked.
 ///
-/// Schema 2 (schema 1 had no `manifest` column and stored absolute partial paths; a store of
-/// schema 1 is migrated when a run opens it, its rows going to that run's manifest):
+/// Schema 3 (schema 2 had no `extents`, and is migrated by adding the table; schema 1 had no
+/// `manifest` column and stored absolute partial paths; a store of schema 1 is migrated when a run
+/// opens it, its rows going to that run's manifest):
 /// - `meta(key, value)`: `schema_version`;
 /// - `checkpoints(manifest, request_key, partial, url, etag, last_modified, total, durable)`;
 /// - `results(manifest, task_id, request_key, destination, outcome, status, size, sha256, etag,
 ///   last_modified, file_size, file_modified, error_code, error_message)`;
-/// - `budgets(manifest, request_key, spent_ms, attempts)`.
+/// - `budgets(manifest, request_key, spent_ms, attempts)`;
+/// - `extents(manifest, request_key, start, end)`: a segmented download's synced extents, beside
+///   its checkpoint row.
 public final class StateStore {
-  public static let schemaVersion = 2
+  public static let schemaVersion = 3
   public static let fileName = "state.sqlite"
 
   private let db: SQLiteDatabase
@@ -179,7 +187,10 @@ public final class StateStore {
     CREATE TABLE IF NOT EXISTS budgets (
       manifest TEXT NOT NULL, request_key TEXT NOT NULL, spent_ms INTEGER NOT NULL, attempts INTEGER NOT NULL,
       PRIMARY KEY (manifest, request_key));
-    INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', '2');
+    CREATE TABLE IF NOT EXISTS extents (
+      manifest TEXT NOT NULL, request_key TEXT NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL,
+      PRIMARY KEY (manifest, request_key, start));
+    INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', '3');
     """
 
   private static func migrate(_ db: SQLiteDatabase, from current: Int, scope: StateScope?) throws(SQLiteError) {
@@ -187,6 +198,7 @@ public final class StateStore {
     try db.transaction { () throws(SQLiteError) in
       try db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
       guard current == 1 else {
+        // A new store, or schema 2: the tables it lacks are added, its rows stay.
         try db.execute(tables)
         return
       }
@@ -249,7 +261,24 @@ public final class StateStore {
         key: key, partial: scope?.absolute(partial) ?? partial, url: select.text(2) ?? "", etag: select.text(3),
         lastModified: select.text(4), total: select.integer(5), durable: select.integer(6) ?? 0)
     }
+    guard !legacy, try hasExtents() else { return result }
+    let extents = try db.prepare("SELECT request_key, start, end FROM extents" + filter() + " ORDER BY start")
+    try extents.bind(scopeValues)
+    while try extents.step() {
+      let key = extents.text(0) ?? ""
+      guard result[key] != nil, let start = extents.integer(1), let end = extents.integer(2), end > start else {
+        continue
+      }
+      result[key]?.extents.append(ByteExtent(start: start, end: end))
+    }
     return result
+  }
+
+  /// Whether the database has the `extents` table (a read-only store of schema 2 has not).
+  private func hasExtents() throws(SQLiteError) -> Bool {
+    let tables = try db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'extents'")
+    try tables.bind([])
+    return try tables.step() && (tables.integer(0) ?? 0) > 0
   }
 
   /// Records checkpoints and removes others, in one transaction.
@@ -261,14 +290,24 @@ public final class StateStore {
         INSERT OR REPLACE INTO checkpoints (manifest, request_key, partial, url, etag, last_modified, total, durable)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
         """)
+      let clear = try db.prepare("DELETE FROM extents WHERE manifest = ?1 AND request_key = ?2")
+      let extent = try db.prepare(
+        "INSERT OR REPLACE INTO extents (manifest, request_key, start, end) VALUES (?1, ?2, ?3, ?4)")
       for point in checkpoints {
         try insert.run([
           manifestValue, .text(point.key), .text(scope?.stored(point.partial) ?? point.partial), .text(point.url),
           .string(point.etag), .string(point.lastModified), .int(point.total), .integer(point.durable),
         ])
+        try clear.run([manifestValue, .text(point.key)])
+        for item in point.extents {
+          try extent.run([manifestValue, .text(point.key), .integer(item.start), .integer(item.end)])
+        }
       }
       let delete = try db.prepare("DELETE FROM checkpoints WHERE manifest = ?1 AND request_key = ?2")
-      for key in removed { try delete.run([manifestValue, .text(key)]) }
+      for key in removed {
+        try delete.run([manifestValue, .text(key)])
+        try clear.run([manifestValue, .text(key)])
+      }
     }
   }
 
@@ -277,6 +316,7 @@ public final class StateStore {
   public func clearCheckpoints() throws(SQLiteError) -> [String] {
     let partials = try checkpoints().values.map(\.partial)
     try db.prepare("DELETE FROM checkpoints" + filter()).run(scopeValues)
+    try db.prepare("DELETE FROM extents" + filter()).run(scopeValues)
     return partials
   }
 

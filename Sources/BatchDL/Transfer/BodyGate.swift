@@ -148,6 +148,11 @@ struct BodyGate: Sendable, Equatable {
         return TransferFailure(
           code: .network, message: "the connection ended after \(received) of the \(span) bytes from byte \(start)")
       }
+      if let askedEnd = asked?.end, end < askedEnd {
+        return TransferFailure(
+          code: .incomplete,
+          message: "the server sent bytes \(start)-\(end) of the range \(start)-\(askedEnd) and stopped before its end")
+      }
       if asked?.end == nil, let total, end + 1 < total {
         return TransferFailure(
           code: .incomplete,

@@ -122,7 +122,11 @@ final class SourceList {
   }
 
   /// The report's `sources` when more than one source was tried: each, with the bytes it gave.
-  var used: [SourceBytes] {
-    current == 0 ? [] : (0...current).map { SourceBytes(url: sources[$0].url, bytes: bytes[$0]) }
+  var used: [SourceBytes] { used(all: false) }
+
+  /// The sources tried, with the bytes each gave; `all`: also when only the first was (a download
+  /// fetched in segments lists its sources whatever their number).
+  func used(all: Bool) -> [SourceBytes] {
+    current == 0 && !all ? [] : (0...current).map { SourceBytes(url: sources[$0].url, bytes: bytes[$0]) }
   }
 }

@@ -45,7 +45,7 @@ final class Transfer {
     self.job = job
     self.spec = spec
     gate = BodyGate(
-      asked: spec.resume.map { BodyGate.Asked(start: $0.offset, end: nil, total: $0.total) },
+      asked: spec.resume.map { BodyGate.Asked(start: $0.offset, end: spec.rangeEnd, total: $0.total) },
       conditional: spec.conditional != nil, isHead: spec.method.uppercased() == "HEAD", decodes: spec.decodeContent)
     self.easy = try easy ?? EasyHandle()
     try configure(timeout: timeout)
@@ -93,7 +93,7 @@ final class Transfer {
     var headers = spec.headers
     try moveCookies(from: &headers)
     if let resume = spec.resume {
-      headers.append("Range: bytes=\(resume.offset)-")
+      headers.append("Range: bytes=\(resume.offset)-\(spec.rangeEnd.map(String.init) ?? "")")
       headers.append("If-Range: \(resume.validator)")
     }
     if let conditional = spec.conditional {
@@ -191,9 +191,26 @@ final class Transfer {
   /// The final response head, once complete.
   var head: ResponseHead { parser.head }
 
+  /// Set by the engine when the transfer fetches one piece of a segmented download: it writes no
+  /// byte at or past `piece.end`, and stops there (`reachedEnd`).
+  var piece: Piece?
+  /// The segmented download's file, which a ranged piece writes into at its offsets.
+  var pieceDescriptor: Int32 = -1
+  /// The transfer stopped at its piece's end (a finished piece, not a failure).
+  private(set) var reachedEnd = false
+  /// A ranged piece was answered with the whole file (`200`): nothing was written.
+  private(set) var answeredWhole = false
+
+  /// Whether the transfer asks for a closed range of a segmented download (not its first stream).
+  var isRangedPiece: Bool { piece != nil && spec.rangeEnd != nil }
+
   /// The body's sink for an admitted response, made when the first body byte arrives: it keeps the
   /// partial file's bytes before the admitted range.
   private func makeSink(_ admission: BodyGate.Admission) -> BodySink? {
+    if isRangedPiece {
+      resumedFrom = admission.start
+      return RangeSink(descriptor: pieceDescriptor, start: admission.start, path: spec.target.path ?? "")
+    }
     switch spec.target {
     case .file(let path):
       do {
@@ -287,11 +304,26 @@ final class Transfer {
       case .failure(let failure):
         callbackFailure = failure
         return 0
+      case .success(.whole) where isRangedPiece:
+        answeredWhole = true
+        return 0
       case .success(.whole), .success(.range):
         sink = admission.flatMap(makeSink)
         if sink == nil { return 0 }
       case .success:
         return bytes.count
+      }
+    }
+    var bytes = bytes
+    if let piece, let sink {
+      let room = piece.end - sink.count
+      if room <= 0 {
+        reachedEnd = true
+        return 0
+      }
+      if Int64(bytes.count) > room {
+        reachedEnd = true
+        bytes = UnsafeRawBufferPointer(rebasing: bytes[0..<Int(room)])
       }
     }
     guard let sink, sink.write(bytes) else {
@@ -300,6 +332,7 @@ final class Transfer {
     }
     received = sink.count
     moved += Int64(bytes.count)
+    piece?.next = sink.count
     return bytes.count
   }
 

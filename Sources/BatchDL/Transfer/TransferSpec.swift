@@ -29,6 +29,12 @@ public struct TransferSpec: Sendable {
     /// Into memory, at most `limit` bytes; past that, or when `spill` matches the response, into
     /// `spill.path` (a data task that becomes a download).
     case memory(limit: Int64, spill: Spill?)
+
+    /// The partial file, for a download.
+    public var path: String? {
+      if case .file(let path) = self { return path }
+      return nil
+    }
   }
 
   /// When a data task becomes a download.
@@ -117,6 +123,15 @@ public struct TransferSpec: Sendable {
   /// disagree is set aside.
   public var expectedSize: Int64?
   public var expectedSHA256: String?
+  /// At most this many connections for the download (`segments`), each a range of at least
+  /// `minSegmentSize` bytes (`min_segment_size`).
+  public var segments = 1
+  public var minSegmentSize: Int64 = 16 << 20
+  /// The last byte (inclusive) a ranged request asks for: `Range: bytes=resume.offset-rangeEnd`.
+  public var rangeEnd: Int64?
+  /// Extents of the partial file known to be on disk (a segmented download's checkpoint): the
+  /// rest is fetched as ranges, with `resume`'s validator and total.
+  public var extents: [ByteExtent] = []
 
   public init(
     method: String, url: String, headers: [String], body: Body, target: Target, requestTimeout: Interval,
@@ -137,6 +152,32 @@ public struct TransferSpec: Sendable {
     self.sessionKey = sessionKey
     self.sessionLimit = sessionLimit
     self.insecure = insecure
+  }
+}
+
+/// Bytes `start..<end` of a file.
+public struct ByteExtent: Sendable, Equatable {
+  public var start: Int64
+  public var end: Int64
+
+  public init(start: Int64, end: Int64) {
+    self.start = start
+    self.end = end
+  }
+
+  public var length: Int64 { end - start }
+
+  /// `extents` sorted, without empty ones, and with touching or overlapping ones joined.
+  public static func merged(_ extents: [ByteExtent]) -> [ByteExtent] {
+    var result: [ByteExtent] = []
+    for extent in extents.sorted(by: { $0.start < $1.start }) where extent.end > extent.start {
+      if let last = result.last, extent.start <= last.end {
+        result[result.count - 1].end = max(last.end, extent.end)
+      } else {
+        result.append(extent)
+      }
+    }
+    return result
   }
 }
 

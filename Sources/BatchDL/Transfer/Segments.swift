@@ -1,0 +1,226 @@
+import Dispatch
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// One range of a segmented download: bytes `start..<end`, of which `start..<next` are written and
+/// `start..<synced` are on disk. Used on the engine's thread only.
+final class Piece {
+  let start: Int64
+  /// Exclusive; moves down when another connection takes over the piece's second half.
+  var end: Int64
+  var next: Int64
+  var synced: Int64
+  /// The transfer fetching it, if one is.
+  var transfer: Transfer?
+  /// Attempts that moved nothing, for the piece's retries.
+  var failures = 0
+  /// When it may be asked for again (ms, the engine's clock).
+  var notBefore: UInt64 = 0
+
+  init(start: Int64, end: Int64, next: Int64? = nil) {
+    self.start = start
+    self.end = end
+    self.next = next ?? start
+    synced = self.next
+  }
+
+  var isDone: Bool { next >= end }
+  var remaining: Int64 { max(0, end - next) }
+}
+
+/// A download fetched as ranges of one partial file at once (docs/sources.md, "Segments"): the
+/// pieces, the file they write into, and what a checkpoint records of them. The engine keeps one per
+/// segmented job and drives its transfers; this type splits, steals work, and syncs.
+final class SegmentedDownload {
+  let path: String
+  let descriptor: Int32
+  let total: Int64
+  /// `If-Range` for every piece: the strong ETag, else Last-Modified.
+  let validator: String
+  let etag: String?
+  let lastModified: String?
+  /// The URL the pieces ask (after the first stream's redirects).
+  let url: String
+  /// The head the result reports: the first stream's, or the first piece's on a resume.
+  var head: ResponseHead?
+  /// At most this many transfers at once.
+  let connections: Int
+  /// The least length of a piece a connection takes over from another.
+  let minimumSteal: Int64
+  private(set) var pieces: [Piece] = []
+  /// Bytes on disk when the run began (a checkpoint's extents), and those of them from byte 0.
+  let keptBefore: Int64
+  let keptPrefix: Int64
+  /// Pieces started, for the `sources` of the report.
+  var started = 0
+  private let syncState = SyncState()
+  var lastSync: UInt64 = 0
+  /// The extents last reported as a checkpoint.
+  var reported: [ByteExtent] = []
+
+  /// Opens the partial file (without truncating it) and makes it `total` bytes long; `covered` are
+  /// the extents already on disk, `from` where the first stream stands (its piece), if there is one.
+  init(
+    path: String, total: Int64, validator: String, etag: String?, lastModified: String?, url: String,
+    connections: Int, minSegmentSize: Int64, covered: [ByteExtent]
+  ) throws(TransferFailure) {
+    let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+    guard fd >= 0 else { throw FileSink.failure(errno: errno, doing: "open \(path)") }
+    var info = stat()
+    if fstat(fd, &info) != 0 || (Int64(info.st_size) < total && ftruncate(fd, off_t(total)) != 0) {
+      let failure = FileSink.failure(errno: errno, doing: "extend \(path)")
+      close(fd)
+      throw failure
+    }
+    self.path = path
+    descriptor = fd
+    self.total = total
+    self.validator = validator
+    self.etag = etag
+    self.lastModified = lastModified
+    self.url = url
+    self.connections = max(1, connections)
+    minimumSteal = max(16 << 10, min(1 << 20, minSegmentSize / 2))
+    let kept = ByteExtent.merged(covered.map { ByteExtent(start: max(0, $0.start), end: min(total, $0.end)) })
+    keptBefore = kept.reduce(0) { $0 + $1.length }
+    keptPrefix = kept.first.map { $0.start == 0 ? $0.end : 0 } ?? 0
+    pieces = kept.map { Piece(start: $0.start, end: $0.end, next: $0.end) }
+  }
+
+  deinit {
+    close(descriptor)
+  }
+
+  /// Splits `start..<end` into up to `count` pieces of at least `minimum` bytes; returns them.
+  @discardableResult
+  func split(_ start: Int64, _ end: Int64, into count: Int, minimum: Int64) -> [Piece] {
+    let length = end - start
+    guard length > 0 else { return [] }
+    let parts = Int(max(1, min(Int64(max(1, count)), length / max(1, minimum))))
+    let size = length / Int64(parts)
+    var made: [Piece] = []
+    for index in 0..<parts {
+      let lower = start + Int64(index) * size
+      let upper = index == parts - 1 ? end : lower + size
+      made.append(Piece(start: lower, end: upper))
+    }
+    pieces.append(contentsOf: made)
+    return made
+  }
+
+  /// Adds the first stream's piece (already running).
+  func add(_ piece: Piece) { pieces.append(piece) }
+
+  /// Every missing range of the file as pieces: for a download continued from a checkpoint, split
+  /// so that every connection has one when the gaps allow.
+  func planGaps(minimum: Int64) {
+    var gaps: [ByteExtent] = []
+    var position: Int64 = 0
+    for piece in pieces.sorted(by: { $0.start < $1.start }) {
+      if piece.start > position { gaps.append(ByteExtent(start: position, end: piece.start)) }
+      position = max(position, piece.next)
+    }
+    if position < total { gaps.append(ByteExtent(start: position, end: total)) }
+    let missing = gaps.reduce(0) { $0 + $1.length }
+    for gap in gaps {
+      let share = missing > 0 ? Int(max(1, Int64(connections) * gap.length / missing)) : 1
+      split(gap.start, gap.end, into: share, minimum: minimum)
+    }
+  }
+
+  var isComplete: Bool { pieces.allSatisfy(\.isDone) }
+  var running: Int { pieces.count { $0.transfer != nil } }
+  /// Pieces waiting for a connection.
+  func waiting(now: UInt64) -> [Piece] { pieces.filter { $0.transfer == nil && !$0.isDone && $0.notBefore <= now } }
+  var written: Int64 { pieces.reduce(0) { $0 + ($1.next - $1.start) } }
+
+  /// Takes over the second half of the running piece with the most left, when that half is worth
+  /// a connection: the running transfer stops at its new end. Returns the new piece.
+  func steal() -> Piece? {
+    guard let largest = pieces.filter({ $0.transfer != nil }).max(by: { $0.remaining < $1.remaining }),
+      largest.remaining >= 2 * minimumSteal
+    else { return nil }
+    let middle = largest.next + largest.remaining / 2
+    let piece = Piece(start: middle, end: largest.end)
+    largest.end = middle
+    pieces.append(piece)
+    return piece
+  }
+
+  /// The extents on disk, joined.
+  var syncedExtents: [ByteExtent] {
+    ByteExtent.merged(pieces.map { ByteExtent(start: $0.start, end: min($0.synced, $0.end)) })
+  }
+
+  /// The bytes from 0 on disk without a gap.
+  var syncedPrefix: Int64 {
+    let extents = syncedExtents
+    return extents.first.map { $0.start == 0 ? $0.end : 0 } ?? 0
+  }
+
+  /// Asks for what was written so far to reach the disk, on another thread: `positions` are the
+  /// pieces' written ends (handed to the kernel). `applySynced` moves `synced` once it is done.
+  func requestSync(positions: [Int64]) {
+    guard syncState.begin() else { return }
+    let fd = descriptor
+    let state = syncState
+    DispatchQueue.global(qos: .utility).async {
+      let ok = fdatasync(fd) == 0
+      state.end(ok ? positions : nil)
+    }
+  }
+
+  /// Moves the pieces' `synced` to what the last finished sync covered; true when it moved any.
+  func applySynced() -> Bool {
+    guard let positions = syncState.take() else { return false }
+    var moved = false
+    for (piece, position) in zip(pieces, positions) where position > piece.synced {
+      piece.synced = position
+      moved = true
+    }
+    return moved
+  }
+
+  /// Syncs now (the run is stopping): everything written is on disk.
+  func syncNow() {
+    if fdatasync(descriptor) == 0 {
+      for piece in pieces { piece.synced = max(piece.synced, piece.next) }
+    }
+  }
+
+  /// The SHA-256 of the whole file, read back (from the page cache, mostly).
+  func digest() -> String? { FileAccess.sha256(of: path) }
+}
+
+/// The state of a segmented download's background sync, shared with the thread that runs it.
+private final class SyncState: @unchecked Sendable {
+  private let lock = NSLock()
+  private var pending = false
+  private var done: [Int64]?
+
+  func begin() -> Bool {
+    lock.lock()
+    defer { lock.unlock() }
+    guard !pending else { return false }
+    pending = true
+    return true
+  }
+
+  func end(_ positions: [Int64]?) {
+    lock.lock()
+    pending = false
+    if let positions { done = positions }
+    lock.unlock()
+  }
+
+  func take() -> [Int64]? {
+    lock.lock()
+    defer { lock.unlock() }
+    let positions = done
+    done = nil
+    return positions
+  }
+}

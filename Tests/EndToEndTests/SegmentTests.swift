@@ -1,0 +1,143 @@
+import BatchDL
+import Foundation
+import TestServer
+import TestSupport
+import Testing
+
+/// Segmented downloads: one file fetched as ranges at once into one partial file, against servers
+/// that get ranges wrong in each way they do.
+@Suite(.serialized) struct SegmentTests {
+  static let length = 4 << 20
+
+  /// A manifest of one download in `segments` segments of at least 256 KB.
+  static func manifest(segments: Int = 5, extra: String = "") -> String {
+    """
+    version: 1
+    sessions:
+      s:
+        retry: {attempts: 3, backoff: 10ms}
+        network: {segments: \(segments), min_segment_size: 256KB, max_connections_per_host: 8}
+        tasks:
+          - download: BASE/seg.bin
+            to: seg.bin
+    \(extra)
+    """
+  }
+
+  static var body: [UInt8] { FileResource.versionBytes(1, length: length) }
+
+  /// Version 1 of the file, each connection capped at `rate` bytes a second.
+  static func capped(_ rate: Int = 2_000_000, fault: RangeFault? = nil) -> FileResource {
+    var file = FileResource.version(1, length: length, rateLimit: rate)
+    file.rangeFault = fault
+    return file
+  }
+
+  @Test func aLargeFileIsFetchedAsRangesAtOnce() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/seg.bin", .file(Self.capped()))
+    fixture.manifest(Self.manifest())
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("seg.bin", Self.body))
+    #expect(!fixture.folder.exists("seg.bin.batchdl-part"))
+    let stats = fixture.server.stats(for: "/seg.bin")
+    #expect(stats.maxConcurrentRanges >= 4, "\(stats)")
+    let ranged = fixture.server.exchanges(for: "/seg.bin").filter { $0.range != nil }
+    #expect(ranged.allSatisfy { $0.ifRange == "\"v1-\(Self.length)\"" && $0.status == 206 })
+    #expect(ranged.allSatisfy { ($0.range ?? "").split(separator: "-").count == 2 }, "each asks for a closed range")
+    let task = try #require(try fixture.tasks()["seg.bin"])
+    #expect(task["sha256"] as? String == SHA256Digest.hex(Self.body))
+    let sources = try #require(task["sources"] as? [[String: Any]])
+    #expect(sources.map { $0["url"] as? String } == [fixture.server.url("/seg.bin")])
+    let segments = fixture.events().filter { $0["event"] as? String == "segment" }
+    #expect(segments.count >= 4)
+    #expect(segments.allSatisfy { ($0["start"] as? Int ?? -1) >= 0 && ($0["length"] as? Int ?? 0) > 0 })
+  }
+
+  @Test func aSmallFileIsOneStream() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/seg.bin", .file(.version(1, length: 300_000)))
+    fixture.manifest(Self.manifest())
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.server.stats(for: "/seg.bin").rangeRequests == 0)
+    #expect(try fixture.tasks()["seg.bin"]?["sources"] == nil)
+  }
+
+  @Test(arguments: [RangeFault.shiftedLabel(shift: 1000), .wrongTotal(total: 5 << 20)])
+  func aRangeAnsweredWithOtherBytesIsNeverPlaced(fault: RangeFault) throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/seg.bin", .file(Self.capped(fault: fault)))
+    fixture.manifest(Self.manifest())
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("seg.bin", Self.body))
+  }
+
+  @Test func aShortSegmentIsContinuedNotPlacedAsComplete() throws {
+    let fixture = try RunFixture()
+    let upper = Self.length / 2 + 100_000
+    fixture.server.route("/seg.bin", .file(Self.capped(fault: .shortRange(upper: upper))))
+    fixture.manifest(Self.manifest(segments: 4))
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("seg.bin", Self.body))
+    let ranges = fixture.server.exchanges(for: "/seg.bin").compactMap(\.range)
+    #expect(ranges.contains { $0.hasPrefix("bytes=\(upper + 1)-") }, "\(ranges)")
+  }
+
+  @Test func aServerThatAnswers200ToRangesServesOneStream() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/seg.bin", .file(Self.capped(4_000_000, fault: .wholeBody)))
+    fixture.manifest(Self.manifest())
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("seg.bin", Self.body))
+    let whole = fixture.server.exchanges(for: "/seg.bin").filter { $0.status == 200 && $0.isComplete }
+    #expect(whole.count == 1)
+  }
+
+  @Test func aCorruptedSegmentIsFetchedAgain() throws {
+    let fixture = try RunFixture()
+    var file = Self.capped()
+    file.corruptions = [Corruption(bytes: 3_000_000...3_000_099, times: 1)]
+    fixture.server.route("/seg.bin", .file(file))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 3, backoff: 10ms}
+          network: {segments: 5, min_segment_size: 256KB, max_connections_per_host: 8}
+          tasks:
+            - download: BASE/seg.bin
+              to: seg.bin
+              sha256: \(SHA256Digest.hex(Self.body))
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("seg.bin", Self.body))
+    #expect(fixture.server.exchanges(for: "/seg.bin").contains { $0.corrupted })
+  }
+
+  @Test func aKilledSegmentedDownloadResumesEverySegment() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/seg.bin", .file(Self.capped(400_000)))
+    fixture.manifest(Self.manifest())
+    let status = try fixture.interrupt(signal: SIGKILL, after: 300_000)
+    #expect(status != 0)
+    #expect(!fixture.folder.exists("seg.bin"))
+    fixture.server.route("/seg.bin", .file(.version(1, length: Self.length)))
+    fixture.server.clearLog()
+    let result = try fixture.run()
+    #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    let intact = fixture.holds("seg.bin", Self.body)
+    #expect(intact)
+    let exchanges = fixture.server.exchanges(for: "/seg.bin")
+    #expect(!exchanges.isEmpty)
+    #expect(exchanges.allSatisfy { $0.range != nil && $0.ifRange == "\"v1-\(Self.length)\"" }, "\(exchanges)")
+    #expect(exchanges.map(\.bytesSent).reduce(0, +) < Self.length - 1_000_000, "the segments' bytes were kept")
+    #expect(fixture.checkpointBytes() == 0)
+  }
+}
