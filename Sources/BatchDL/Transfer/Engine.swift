@@ -742,6 +742,10 @@ public final class Engine {
     var downloads: [SegmentedDownload] = []
     for (job, download) in segmented {
       _ = download.applySynced()
+      if now &- download.lastHash >= 20 {
+        download.lastHash = now
+        download.advanceHash()
+      }
       let extents = download.syncedExtents
       if extents != download.reported {
         points.append(checkpoint(job, download, extents: extents))

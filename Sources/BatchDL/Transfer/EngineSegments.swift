@@ -35,13 +35,11 @@ extension Engine {
       return
     }
     let position = sink.count
-    let count = Int(min(Int64(transfer.spec.segments), (total - position) / minimum))
-    let first = Piece(start: admission.start, end: position + (total - position) / Int64(count), next: position)
+    let first = Piece(start: admission.start, end: min(total, position + download.chunkSize), next: position)
     first.synced = max(admission.start, sink.durable)
     first.transfer = transfer
     transfer.piece = first
     download.add(first)
-    download.split(first.end, total, into: count - 1, minimum: minimum)
     download.head = head
     download.started = 1
     segmented[job] = download
@@ -65,7 +63,7 @@ extension Engine {
       complete(job, .failure(failure))
       return
     }
-    download.planGaps(minimum: max(1, min(built.spec.minSegmentSize, total / Int64(max(1, built.spec.segments)))))
+    download.planGaps()
     segmented[job] = download
     if download.isComplete {
       completeSegmented(job, download)
@@ -87,6 +85,8 @@ extension Engine {
       let piece: Piece
       if !waiting.isEmpty {
         piece = waiting.removeFirst()
+      } else if let chunk = download.nextChunk() {
+        piece = chunk
       } else if steal, !stole, let taken = download.steal() {
         stole = true
         piece = taken
@@ -217,6 +217,7 @@ extension Engine {
   private func fallBackToOneStream(_ job: Int, _ download: SegmentedDownload) {
     let built = built(job)
     built.segmentsOff = true
+    download.hasher?.stop()
     if let stream = stopPieces(job, download) {
       stream.piece = nil
       return
@@ -233,6 +234,7 @@ extension Engine {
   /// next source when there is one (keeping the extents only under a strong ETag), else fails.
   private func failDownload(_ job: Int, _ download: SegmentedDownload, _ failure: TransferFailure) {
     let built = built(job)
+    download.hasher?.stop()
     if let stream = stopPieces(job, download) {
       multi.remove(stream.easy)
       active[stream.easy.raw] = nil
