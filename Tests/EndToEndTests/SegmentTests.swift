@@ -71,6 +71,7 @@ import Testing
     }
     // 4 MiB in chunks of 256 KiB (min_segment_size): about 15 ranges, not 3 (plus steals).
     #expect(starts.count >= 10, "\(starts)")
+    #expect(starts.prefix(3).allSatisfy { $0 < 2 << 20 }, "the first ranges asked are the file's start: \(starts)")
     let lengths = fixture.server.exchanges(for: "/seg.bin").filter { $0.range != nil }.map(\.bytesSent)
     #expect(lengths.allSatisfy { $0 <= 3 * 256 << 10 / 2 }, "each range is a chunk: \(lengths)")
     let task = try #require(try fixture.tasks()["seg.bin"])
