@@ -55,6 +55,29 @@ import Testing
     #expect(segments.allSatisfy { ($0["start"] as? Int ?? -1) >= 0 && ($0["length"] as? Int ?? 0) > 0 })
   }
 
+  /// The file is handed out in chunks, in file order, to the connections (not one big range each):
+  /// the part from byte 0 without a gap grows steadily, and is hashed as it grows.
+  @Test func rangesAreChunksHandedOutInFileOrder() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/seg.bin", .file(Self.capped(4_000_000)))
+    fixture.manifest(Self.manifest(segments: 4))
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("seg.bin", Self.body))
+    let starts = fixture.server.exchanges(for: "/seg.bin").compactMap { exchange -> Int? in
+      guard let range = exchange.range, let first = range.split(separator: "=").last?.split(separator: "-").first
+      else { return nil }
+      return Int(first)
+    }
+    // 4 MiB in chunks of 256 KiB (min_segment_size): about 15 ranges, not 3 (plus steals).
+    #expect(starts.count >= 10, "\(starts)")
+    #expect(starts.prefix(3).allSatisfy { $0 < 2 << 20 }, "the first ranges asked are the file's start: \(starts)")
+    let lengths = fixture.server.exchanges(for: "/seg.bin").filter { $0.range != nil }.map(\.bytesSent)
+    #expect(lengths.allSatisfy { $0 <= 3 * 256 << 10 / 2 }, "each range is a chunk: \(lengths)")
+    let task = try #require(try fixture.tasks()["seg.bin"])
+    #expect(task["sha256"] as? String == SHA256Digest.hex(Self.body))
+  }
+
   @Test func aSmallFileIsOneStream() throws {
     let fixture = try RunFixture()
     fixture.server.route("/seg.bin", .file(.version(1, length: 300_000)))

@@ -126,7 +126,7 @@ public struct TransferCheckpoint: Sendable {
 /// caps allow it.
 public final class Engine {
   /// A job whose turn came: its transfer (changed by retries and redirects), until it ends.
-  private final class BuiltJob {
+  final class BuiltJob {
     var spec: TransferSpec
     let failure: TransferFailure?
     let admission: (@Sendable () -> Admission)?
@@ -150,7 +150,7 @@ public final class Engine {
     }
   }
 
-  private struct JobState {
+  struct JobState {
     /// Nil before the job's turn and after its end.
     var built: BuiltJob?
     var waitingOn = 0
@@ -165,11 +165,11 @@ public final class Engine {
     var redirects = 0
   }
 
-  private let multi: MultiHandle
+  let multi: MultiHandle
   private let source: TransferJobSource
-  private var jobs: [JobState]
-  private let globalLimit: Int
-  private weak var observer: TransferObserver?
+  var jobs: [JobState]
+  let globalLimit: Int
+  weak var observer: TransferObserver?
 
   private var keyQueues: [MinHeap<Int>] = []
   private var keyHost: [String] = []
@@ -179,10 +179,10 @@ public final class Engine {
   private var readyKeys = MinHeap<HeapEntry>()
   private var queuedHead: [Int?] = []
   private var blockedKeys: Set<Int> = []
-  private var hostActive: [String: Int] = [:]
-  private var sessionActive: [Int: Int] = [:]
+  var hostActive: [String: Int] = [:]
+  var sessionActive: [Int: Int] = [:]
   private var timers = MinHeap<Timer>()
-  private var active: [UnsafeMutableRawPointer: Transfer] = [:]
+  var active: [UnsafeMutableRawPointer: Transfer] = [:]
   private var remaining: Int
   private var lastTick: UInt64 = 0
   private var lastCheckpoint: UInt64 = 0
@@ -194,17 +194,17 @@ public final class Engine {
   /// When each download was first seen by `checkpoint(now:)`, and its byte count then (for its rate).
   private var firstSeen: [Int: (time: UInt64, count: Int64)] = [:]
   /// Per-session byte budgets for `rate_limit`.
-  private var buckets: [Int: RateBucket] = [:]
+  var buckets: [Int: RateBucket] = [:]
   /// Per-session cookie engines.
-  private var cookies: [Int: SessionCookies] = [:]
-  private let cancelled = Flag()
+  var cookies: [Int: SessionCookies] = [:]
+  let cancelled = Flag()
   /// Whether the observer wants each response head (else only completions carry it).
   private var reportsResponses = true
   /// Reset easy handles of finished transfers, per session: reusing them spares libcurl setting
   /// up a handle for every small file.
-  private var spareHandles: [Int: [EasyHandle]] = [:]
+  var spareHandles: [Int: [EasyHandle]] = [:]
   /// The downloads being fetched as ranges, by job.
-  private var segmented: [Int: SegmentedDownload] = [:]
+  var segmented: [Int: SegmentedDownload] = [:]
 
   private struct HeapEntry: Comparable {
     var head: Int
@@ -272,7 +272,7 @@ public final class Engine {
   }
 
   /// A job's transfer, built when first needed.
-  private func built(_ job: Int) -> BuiltJob {
+  func built(_ job: Int) -> BuiltJob {
     if let built = jobs[job].built { return built }
     let built = BuiltJob(source.makeJob(job))
     jobs[job].built = built
@@ -338,7 +338,7 @@ public final class Engine {
 
   // MARK: - Admission
 
-  private func enqueue(_ job: Int) {
+  func enqueue(_ job: Int) {
     let key = jobs[job].key
     keyQueues[key].push(job)
     if blockedKeys.contains(key) { return }
@@ -372,7 +372,7 @@ public final class Engine {
     }
   }
 
-  private func unblock() {
+  func unblock() {
     for key in blockedKeys {
       if let head = keyQueues[key].peek {
         queuedHead[key] = head
@@ -619,7 +619,7 @@ public final class Engine {
 
   /// Goes on from the next source: its own retries, the caps of its host, and the kept bytes only
   /// where `If-Range` with a strong ETag guards them (else the file starts over).
-  private func switchSource(_ job: Int, to next: TransferSource, keeping resume: TransferSpec.Resume?) {
+  func switchSource(_ job: Int, to next: TransferSource, keeping resume: TransferSpec.Resume?) {
     let built = built(job)
     built.spec.resume = resume.flatMap { SourceList.mayContinue($0) ? $0 : nil }
     built.spec.conditional = nil
@@ -676,7 +676,7 @@ public final class Engine {
     return Interval(milliseconds: max(jittered, server))
   }
 
-  private func complete(_ job: Int, _ outcome: Result<TransferResult, TransferFailure>) {
+  func complete(_ job: Int, _ outcome: Result<TransferResult, TransferFailure>) {
     guard !jobs[job].finished else { return }
     jobs[job].finished = true
     remaining -= 1
@@ -742,6 +742,10 @@ public final class Engine {
     var downloads: [SegmentedDownload] = []
     for (job, download) in segmented {
       _ = download.applySynced()
+      if now &- download.lastHash >= 20 {
+        download.lastHash = now
+        download.advanceHash()
+      }
       let extents = download.syncedExtents
       if extents != download.reported {
         points.append(checkpoint(job, download, extents: extents))
@@ -831,310 +835,4 @@ public final class Engine {
   }
 
   static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds / 1_000_000 }
-}
-
-// MARK: - Segments
-
-extension Engine {
-  /// Splits a download whose first stream has shown that the file is long enough and ranged: the
-  /// stream keeps the first piece and stops at its end; the other pieces get connections of their
-  /// own as the caps allow (docs/sources.md, "Segments").
-  fileprivate func considerSegments(_ transfer: Transfer) {
-    let job = transfer.job
-    guard segmented[job] == nil, !cancelled.isSet, let built = jobs[job].built, !built.segmentsOff,
-      let path = transfer.spec.target.path, let sink = transfer.fileSink, sink.isOnDisk,
-      let admission = transfer.admission
-    else { return }
-    let head = transfer.head
-    let minimum = max(1, transfer.spec.minSegmentSize)
-    let ranged = head.status == 206 || (head["accept-ranges"]?.lowercased().contains("bytes") ?? false)
-    // Only a plain GET is asked again in ranges (a POST would be sent again with each).
-    guard ranged, transfer.spec.method.uppercased() == "GET", case .none = transfer.spec.body,
-      let total = admission.total, let validator = transfer.validator, total >= 2 * minimum,
-      total - sink.count >= 2 * minimum
-    else {
-      built.segmentsOff = true
-      return
-    }
-    let download: SegmentedDownload
-    do {
-      download = try SegmentedDownload(
-        path: path, total: total, validator: validator, etag: head.strongETag, lastModified: head["last-modified"],
-        url: transfer.easy.info(string: CURLINFO_EFFECTIVE_URL) ?? transfer.spec.url,
-        connections: transfer.spec.segments, minSegmentSize: minimum,
-        covered: admission.start > 0 ? [ByteExtent(start: 0, end: admission.start)] : [])
-    } catch {
-      built.segmentsOff = true
-      return
-    }
-    let position = sink.count
-    let count = Int(min(Int64(transfer.spec.segments), (total - position) / minimum))
-    let first = Piece(start: admission.start, end: position + (total - position) / Int64(count), next: position)
-    first.synced = max(admission.start, sink.durable)
-    first.transfer = transfer
-    transfer.piece = first
-    download.add(first)
-    download.split(first.end, total, into: count - 1, minimum: minimum)
-    download.head = head
-    download.started = 1
-    segmented[job] = download
-    observer?.transferSegmentStarted(job, start: first.start, length: first.end - first.start)
-    fillPieces(job, now: Self.now())
-  }
-
-  /// Continues a segmented download from its checkpoint's extents: every missing range is a piece.
-  fileprivate func continueSegmented(_ job: Int, path: String, total: Int64, validator: String, now: UInt64) {
-    let built = built(job)
-    let download: SegmentedDownload
-    do {
-      download = try SegmentedDownload(
-        path: path, total: total, validator: validator, etag: validator.hasPrefix("\"") ? validator : nil,
-        lastModified: validator.hasPrefix("\"") ? nil : validator, url: built.spec.url,
-        connections: built.spec.segments, minSegmentSize: max(1, built.spec.minSegmentSize),
-        covered: built.spec.extents)
-    } catch {
-      var failure = error
-      failure.attempts = jobs[job].attempts
-      complete(job, .failure(failure))
-      return
-    }
-    download.planGaps(minimum: max(1, min(built.spec.minSegmentSize, total / Int64(max(1, built.spec.segments)))))
-    segmented[job] = download
-    if download.isComplete {
-      completeSegmented(job, download)
-      return
-    }
-    fillPieces(job, now: now)
-  }
-
-  /// Starts waiting pieces while the download's connections and the caps allow; `steal`: a
-  /// connection that finished its piece may take over half of the largest remaining one.
-  fileprivate func fillPieces(_ job: Int, now: UInt64, steal: Bool = false) {
-    guard let download = segmented[job], let built = jobs[job].built else { return }
-    var waiting = download.waiting(now: now)
-    var stole = false
-    while download.running < download.connections, active.count < globalLimit,
-      hostActive[built.spec.hostKey, default: 0] < built.spec.hostLimit,
-      sessionActive[built.spec.sessionKey, default: 0] < built.spec.sessionLimit
-    {
-      let piece: Piece
-      if !waiting.isEmpty {
-        piece = waiting.removeFirst()
-      } else if steal, !stole, let taken = download.steal() {
-        stole = true
-        piece = taken
-      } else {
-        break
-      }
-      startPiece(job, piece, download, built, now: now)
-      if segmented[job] == nil { return }
-    }
-  }
-
-  private func startPiece(_ job: Int, _ piece: Piece, _ download: SegmentedDownload, _ built: BuiltJob, now: UInt64) {
-    var spec = built.spec
-    spec.url = download.url
-    spec.resume = .init(offset: piece.next, validator: download.validator, total: download.total)
-    spec.rangeEnd = piece.end - 1
-    spec.conditional = nil
-    spec.extents = []
-    let transfer: Transfer
-    do {
-      transfer = try Transfer(
-        job: job, spec: spec, timeout: nil, easy: spareHandles[spec.sessionKey]?.popLast())
-      if let jar = spec.cookieJar {
-        let jarHandle = cookies[spec.sessionKey] ?? SessionCookies(jar: jar.isEmpty ? nil : jar)
-        cookies[spec.sessionKey] = jarHandle
-        try jarHandle.attach(transfer.easy)
-      }
-      try multi.add(transfer.easy)
-    } catch {
-      piece.failures += 1
-      piece.notBefore = now + 1000
-      return
-    }
-    transfer.piece = piece
-    transfer.pieceDescriptor = download.descriptor
-    if let rate = spec.rateLimit {
-      let bucket = buckets[spec.sessionKey] ?? RateBucket(bytesPerSecond: rate)
-      buckets[spec.sessionKey] = bucket
-      transfer.bucket = bucket
-    }
-    transfer.lastMoved = 0
-    transfer.lastMoveTime = now
-    active[transfer.easy.raw] = transfer
-    hostActive[spec.hostKey, default: 0] += 1
-    sessionActive[spec.sessionKey, default: 0] += 1
-    piece.transfer = transfer
-    download.started += 1
-    observer?.transferSegmentStarted(job, start: piece.next, length: piece.end - piece.next)
-  }
-
-  /// A piece's transfer ended: the piece is done, continues later from where it stopped, or ends
-  /// the segmented download (ranges that cannot be trusted, a failure for good).
-  fileprivate func finishPiece(
-    _ job: Int, _ transfer: Transfer, _ piece: Piece, _ download: SegmentedDownload, code: CURLcode
-  ) {
-    let built = built(job)
-    piece.transfer = nil
-    jobs[job].transferred += transfer.bodyBytesReceived
-    built.sources?.received(transfer.bodyBytesReceived)
-    var failure: TransferFailure?
-    if transfer.answeredWhole {
-      fallBackToOneStream(job, download)
-      return
-    }
-    if transfer.reachedEnd {
-      if let sink = transfer.fileSink, case .failure(let problem) = sink.finish() { failure = problem }
-    } else {
-      switch transfer.outcome(code, attempts: jobs[job].attempts) {
-      case .success:
-        if !piece.isDone {
-          failure = TransferFailure(
-            code: .incomplete, message: "the server stopped at byte \(piece.next) of the range up to \(piece.end)")
-        }
-      case .failure(let problem):
-        failure = problem
-      }
-    }
-    if let sink = transfer.fileSink { piece.next = max(piece.next, min(sink.count, piece.end)) }
-    let now = Self.now()
-    if var failure {
-      if failure.code == .resumeRestart || failure.code == .rangeMismatch {
-        // The source answers ranges with other bytes: it serves one stream at most.
-        fallBackToOneStream(job, download)
-        return
-      }
-      let progressed = transfer.bodyBytesReceived > 0
-      if !progressed { piece.failures += 1 }
-      guard FailureClassifier.isRetryable(failure), piece.failures < max(1, built.spec.retry.attempts) else {
-        failure.attempts = jobs[job].attempts
-        failDownload(job, download, failure)
-        return
-      }
-      let backoff = built.spec.retry.backoff.milliseconds << min(piece.failures, 20)
-      piece.notBefore = progressed ? now : now + UInt64(max(0, min(built.spec.retry.maxBackoff.milliseconds, backoff)))
-    }
-    if download.isComplete {
-      completeSegmented(job, download)
-      return
-    }
-    fillPieces(job, now: now, steal: failure == nil)
-  }
-
-  /// Stops every transfer of a segmented download but `keep`; returns the download's first stream
-  /// when it was still running (it goes on alone).
-  private func stopPieces(_ job: Int, _ download: SegmentedDownload) -> Transfer? {
-    segmented[job] = nil
-    var stream: Transfer?
-    for piece in download.pieces {
-      guard let transfer = piece.transfer else { continue }
-      piece.transfer = nil
-      if !transfer.isRangedPiece {
-        stream = transfer
-        continue
-      }
-      multi.remove(transfer.easy)
-      active[transfer.easy.raw] = nil
-      hostActive[transfer.spec.hostKey, default: 1] -= 1
-      sessionActive[transfer.spec.sessionKey, default: 1] -= 1
-      jobs[job].transferred += transfer.bodyBytesReceived
-      jobs[job].built?.sources?.received(transfer.bodyBytesReceived)
-    }
-    unblock()
-    return stream
-  }
-
-  /// The source answered a range with the whole file or with other bytes: the download goes on as
-  /// one stream, the first one when it still runs, else from the bytes on disk from byte 0.
-  private func fallBackToOneStream(_ job: Int, _ download: SegmentedDownload) {
-    let built = built(job)
-    built.segmentsOff = true
-    if let stream = stopPieces(job, download) {
-      stream.piece = nil
-      return
-    }
-    let written = ByteExtent.merged(download.pieces.map { ByteExtent(start: $0.start, end: $0.next) })
-    let prefix = written.first.map { $0.start == 0 ? $0.end : 0 } ?? 0
-    built.spec.extents = []
-    built.spec.rangeEnd = nil
-    built.spec.resume = prefix > 0 ? .init(offset: prefix, validator: download.validator, total: download.total) : nil
-    enqueue(job)
-  }
-
-  /// A piece failed for good: what is on disk stays as a checkpoint; the download goes on from the
-  /// next source when there is one (keeping the extents only under a strong ETag), else fails.
-  private func failDownload(_ job: Int, _ download: SegmentedDownload, _ failure: TransferFailure) {
-    let built = built(job)
-    if let stream = stopPieces(job, download) {
-      multi.remove(stream.easy)
-      active[stream.easy.raw] = nil
-      hostActive[stream.spec.hostKey, default: 1] -= 1
-      sessionActive[stream.spec.sessionKey, default: 1] -= 1
-      if let sink = stream.fileSink, let piece = stream.piece {
-        _ = sink.syncNow()
-        piece.next = max(piece.next, min(sink.count, piece.end))
-      }
-    }
-    download.syncNow()
-    let extents = download.syncedExtents
-    observer?.transferCheckpoints([checkpoint(job, download, extents: extents)])
-    if let sources = built.sources, !cancelled.isSet, SourceList.isSourceFailure(failure) {
-      observer?.transferSourceFailed(job, url: sources.url, failure: failure)
-      if let next = sources.setAside(failure) {
-        let resume = TransferSpec.Resume(
-          offset: download.syncedPrefix, validator: download.validator, total: download.total)
-        built.spec.extents = SourceList.mayContinue(resume) ? extents : []
-        built.spec.rangeEnd = nil
-        switchSource(job, to: next, keeping: built.spec.extents.isEmpty ? nil : resume)
-        return
-      }
-      complete(job, .failure(sources.allFailed(attempts: jobs[job].attempts)))
-      return
-    }
-    complete(job, .failure(failure))
-  }
-
-  /// Every piece is on disk: the file is hashed, checked against what the task expects, and handed
-  /// to the run like a single stream's.
-  private func completeSegmented(_ job: Int, _ download: SegmentedDownload) {
-    let built = built(job)
-    segmented[job] = nil
-    guard let sha256 = download.digest() else {
-      complete(
-        job,
-        .failure(
-          TransferFailure(code: .write, message: "cannot read back \(download.path)", attempts: jobs[job].attempts)))
-      return
-    }
-    var result = TransferResult(
-      head: download.head ?? ResponseHead(), size: download.total, sha256: sha256, file: download.path, body: nil,
-      becameDownload: false, attempts: jobs[job].attempts, effectiveURL: download.url,
-      resumedFrom: download.keptPrefix)
-    result.transferred = jobs[job].transferred
-    if download.started > 1 {
-      result.sources = built.sources?.used(all: true) ?? [SourceBytes(url: download.url, bytes: jobs[job].transferred)]
-    }
-    if let problem = SourceList.contentProblem(result, spec: built.spec) {
-      if !built.refetchedWhole {
-        // Which piece is wrong is unknown: the file is fetched again whole, as one stream.
-        built.refetchedWhole = true
-        built.segmentsOff = true
-        built.spec.resume = nil
-        built.spec.extents = []
-        enqueue(job)
-        return
-      }
-      complete(job, .failure(problem))
-      return
-    }
-    complete(job, .success(result))
-  }
-
-  private func checkpoint(_ job: Int, _ download: SegmentedDownload, extents: [ByteExtent]) -> TransferCheckpoint {
-    TransferCheckpoint(
-      job: job, path: download.path, durable: download.syncedPrefix, validator: download.validator,
-      etag: download.etag, lastModified: download.lastModified, total: download.total, effectiveURL: download.url,
-      extents: extents)
-  }
 }

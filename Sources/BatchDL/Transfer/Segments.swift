@@ -1,3 +1,4 @@
+import Crypto
 import Dispatch
 import Foundation
 
@@ -50,7 +51,13 @@ final class SegmentedDownload {
   let connections: Int
   /// The least length of a piece a connection takes over from another.
   let minimumSteal: Int64
+  /// The length of the chunks handed out in order (the last one of a gap may be up to half longer).
+  let chunkSize: Int64
   private(set) var pieces: [Piece] = []
+  /// Missing ranges no piece covers yet, in order: connections take chunks from the first.
+  private(set) var unassigned: [ByteExtent] = []
+  /// Hashes the part from byte 0 without a gap while the rest arrives.
+  let hasher: PrefixHasher?
   /// Bytes on disk when the run began (a checkpoint's extents), and those of them from byte 0.
   let keptBefore: Int64
   let keptPrefix: Int64
@@ -58,6 +65,8 @@ final class SegmentedDownload {
   var started = 0
   private let syncState = SyncState()
   var lastSync: UInt64 = 0
+  /// When the hasher was last moved on (ms).
+  var lastHash: UInt64 = 0
   /// The extents last reported as a checkpoint.
   var reported: [ByteExtent] = []
 
@@ -84,6 +93,8 @@ final class SegmentedDownload {
     self.url = url
     self.connections = max(1, connections)
     minimumSteal = max(16 << 10, min(1 << 20, minSegmentSize / 2))
+    chunkSize = Self.chunkSize(total: total, connections: self.connections, minSegmentSize: minSegmentSize)
+    hasher = PrefixHasher(path: path)
     let kept = ByteExtent.merged(covered.map { ByteExtent(start: max(0, $0.start), end: min(total, $0.end)) })
     keptBefore = kept.reduce(0) { $0 + $1.length }
     keptPrefix = kept.first.map { $0.start == 0 ? $0.end : 0 } ?? 0
@@ -94,29 +105,35 @@ final class SegmentedDownload {
     close(descriptor)
   }
 
-  /// Splits `start..<end` into up to `count` pieces of at least `minimum` bytes; returns them.
-  @discardableResult
-  func split(_ start: Int64, _ end: Int64, into count: Int, minimum: Int64) -> [Piece] {
-    let length = end - start
-    guard length > 0 else { return [] }
-    let parts = Int(max(1, min(Int64(max(1, count)), length / max(1, minimum))))
-    let size = length / Int64(parts)
-    var made: [Piece] = []
-    for index in 0..<parts {
-      let lower = start + Int64(index) * size
-      let upper = index == parts - 1 ? end : lower + size
-      made.append(Piece(start: lower, end: upper))
-    }
-    pieces.append(contentsOf: made)
-    return made
+  /// Chunks of 4 MiB, or `min_segment_size` when that is smaller (64 KiB at least), and larger for
+  /// a file of more than 64 chunks per connection: a request per chunk costs a round trip.
+  static func chunkSize(total: Int64, connections: Int, minSegmentSize: Int64) -> Int64 {
+    max(64 << 10, min(minSegmentSize, 4 << 20), total / Int64(max(1, connections) * 64))
   }
 
-  /// Adds the first stream's piece (already running).
-  func add(_ piece: Piece) { pieces.append(piece) }
+  /// Adds the first stream's piece (already running); the rest of the file is handed out in chunks.
+  func add(_ piece: Piece) {
+    pieces.append(piece)
+    if piece.end < total { unassigned = [ByteExtent(start: piece.end, end: total)] }
+  }
 
-  /// Every missing range of the file as pieces: for a download continued from a checkpoint, split
-  /// so that every connection has one when the gaps allow.
-  func planGaps(minimum: Int64) {
+  /// The next chunk in file order, as a piece, if any byte is still unassigned.
+  func nextChunk() -> Piece? {
+    guard let gap = unassigned.first else { return nil }
+    let length = gap.length - chunkSize < chunkSize / 2 ? gap.length : chunkSize
+    let piece = Piece(start: gap.start, end: gap.start + length)
+    if length == gap.length {
+      unassigned.removeFirst()
+    } else {
+      unassigned[0] = ByteExtent(start: gap.start + length, end: gap.end)
+    }
+    pieces.append(piece)
+    return piece
+  }
+
+  /// Every missing range of the file, to be handed out in chunks: a download continued from a
+  /// checkpoint.
+  func planGaps() {
     var gaps: [ByteExtent] = []
     var position: Int64 = 0
     for piece in pieces.sorted(by: { $0.start < $1.start }) {
@@ -124,14 +141,10 @@ final class SegmentedDownload {
       position = max(position, piece.next)
     }
     if position < total { gaps.append(ByteExtent(start: position, end: total)) }
-    let missing = gaps.reduce(0) { $0 + $1.length }
-    for gap in gaps {
-      let share = missing > 0 ? Int(max(1, Int64(connections) * gap.length / missing)) : 1
-      split(gap.start, gap.end, into: share, minimum: minimum)
-    }
+    unassigned = gaps
   }
 
-  var isComplete: Bool { pieces.allSatisfy(\.isDone) }
+  var isComplete: Bool { unassigned.isEmpty && pieces.allSatisfy(\.isDone) }
   var running: Int { pieces.count { $0.transfer != nil } }
   /// Pieces waiting for a connection.
   func waiting(now: UInt64) -> [Piece] { pieces.filter { $0.transfer == nil && !$0.isDone && $0.notBefore <= now } }
@@ -191,8 +204,25 @@ final class SegmentedDownload {
     }
   }
 
-  /// The SHA-256 of the whole file, read back (from the page cache, mostly).
-  func digest() -> String? { FileAccess.sha256(of: path) }
+  /// The bytes from 0 written to the file without a gap (handed to the kernel; not yet synced).
+  var writtenPrefix: Int64 {
+    var position: Int64 = 0
+    for piece in pieces.sorted(by: { $0.start < $1.start }) {
+      if piece.start > position { break }
+      position = max(position, min(piece.end, piece.transfer?.fileSink?.handedOver ?? piece.next))
+    }
+    return position
+  }
+
+  /// Lets the hasher read on up to what is written from byte 0.
+  func advanceHash() { hasher?.advance(to: writtenPrefix) }
+
+  /// The SHA-256 of the whole file: the hasher's, which read the file back behind the pieces (from
+  /// the page cache, mostly) and has what is left to read; else the file read back whole.
+  func digest() -> String? {
+    if let hasher, let digest = hasher.finish(total: total) { return digest }
+    return FileAccess.sha256(of: path)
+  }
 }
 
 /// The state of a segmented download's background sync, shared with the thread that runs it.
@@ -222,5 +252,90 @@ private final class SyncState: @unchecked Sendable {
     let positions = done
     done = nil
     return positions
+  }
+}
+
+/// Reads a file back from byte 0 and hashes it on a thread of its own, up to a limit the engine
+/// moves as the part without a gap grows (a segmented download): at the end only what arrived
+/// last is left to hash. The bytes below the limit are never written again.
+final class PrefixHasher: @unchecked Sendable {
+  private let descriptor: Int32
+  private let lock = NSLock()
+  /// Guarded by `lock`.
+  private var target: Int64 = 0
+  private var running = false
+  private var stopped = false
+  /// The worker's own (one worker at a time; read by `finish` after it ended).
+  private var hasher = SHA256()
+  private var hashed: Int64 = 0
+  private var failed = false
+  private let idle = DispatchGroup()
+
+  init?(path: String) {
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+    guard fd >= 0 else { return nil }
+    descriptor = fd
+  }
+
+  deinit {
+    close(descriptor)
+  }
+
+  /// Lets the worker hash up to `limit`.
+  func advance(to limit: Int64) {
+    lock.lock()
+    guard limit > target, !stopped else {
+      lock.unlock()
+      return
+    }
+    target = limit
+    let start = !running
+    running = true
+    if start { idle.enter() }
+    lock.unlock()
+    if start { DispatchQueue.global(qos: .utility).async { self.work() } }
+  }
+
+  private func work() {
+    var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    while true {
+      lock.lock()
+      let limit = target
+      if hashed >= limit || stopped || failed {
+        running = false
+        lock.unlock()
+        idle.leave()
+        return
+      }
+      lock.unlock()
+      let want = Int(min(Int64(buffer.count), limit - hashed))
+      let got = buffer.withUnsafeMutableBytes {
+        SystemCalls.preadRetrying(descriptor, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: hashed)
+      }
+      if got <= 0 {
+        failed = true
+        continue
+      }
+      buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<got])) }
+      hashed += Int64(got)
+    }
+  }
+
+  /// Hashes what is left up to `total` and returns the digest; nil when a read failed.
+  func finish(total: Int64) -> String? {
+    advance(to: total)
+    idle.wait()
+    lock.lock()
+    stopped = true
+    lock.unlock()
+    guard !failed, hashed == total else { return nil }
+    return hasher.finalize().hexString
+  }
+
+  /// Stops hashing (the download goes on otherwise).
+  func stop() {
+    lock.lock()
+    stopped = true
+    lock.unlock()
   }
 }
