@@ -158,6 +158,22 @@ import Testing
     #expect(bytes.count == 2 && bytes.allSatisfy { $0 > 0 } && bytes.reduce(0, +) == Self.length)
   }
 
+  @Test func aJoinedFileThatFailsItsDigestIsFetchedAgainWholeBeforeTheSourceIsBlamed() throws {
+    // The first source breaks off half way; the mirror has the same ETag but lies about bytes past
+    // the cut on its first answer only. The joined file fails the digest: the mirror is asked once
+    // more, for the whole file, and that answer is right.
+    let good = FileResource.versionBytes(1, length: Self.length)
+    var lying = FileResource.version(1, length: Self.length)
+    lying.corruptions = [Corruption(bytes: 200_000...200_999, times: 1)]
+    let (fixture, mirror, outcome) = try runWithMirror(
+      "/j.bin", first: Self.brokenOff(1), second: lying, sha256: SHA256Digest.hex(good))
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("j.bin", good))
+    let answers = mirror.exchanges(for: "/j.bin")
+    #expect(answers.map(\.status) == [206, 200], "the joined file is fetched again whole")
+    #expect(answers.last?.range == nil)
+  }
+
   @Test func aSourceWhoseBytesFailTheDigestIsSetAside() throws {
     let good = FileResource.versionBytes(1, length: Self.length)
     var lying = FileResource.version(1, length: Self.length)
