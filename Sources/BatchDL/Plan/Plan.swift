@@ -57,16 +57,19 @@ public struct PlannedTask: Sendable {
 public struct TaskExpectation: Hashable, Sendable {
   public var size: Int64?
   public var digest: ExpectedDigest?
+  /// A Metalink file's piece digests: checked piece by piece when the whole file's digest fails.
+  public var pieces: MetalinkPieces?
 
-  public init(size: Int64? = nil, digest: ExpectedDigest? = nil) {
+  public init(size: Int64? = nil, digest: ExpectedDigest? = nil, pieces: MetalinkPieces? = nil) {
     self.size = size
     self.digest = digest
+    self.pieces = pieces
   }
 
   /// The expected SHA-256 (what every download computes as it goes), when that is the digest.
   public var sha256: String? { digest?.algorithm == .sha256 ? digest?.hex : nil }
 
-  public var isEmpty: Bool { size == nil && digest == nil }
+  public var isEmpty: Bool { size == nil && digest == nil && pieces == nil }
 }
 
 /// What became of a document a `metalink:` entry names by URL, fetched before planning.

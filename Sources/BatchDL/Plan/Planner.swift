@@ -366,7 +366,7 @@ private struct PlanBuilder {
           explicitID: false, mirrors: mirrors, content: sha256)
       else { continue }
       if Int(task) == before {
-        let expectation = TaskExpectation(size: file.size, digest: file.digest)
+        let expectation = TaskExpectation(size: file.size, digest: file.digest, pieces: file.pieces)
         if !expectation.isEmpty {
           tasks[Int(task)].expectation = Int32(expectations.count)
           expectations.append(expectation)

@@ -11,8 +11,12 @@ public enum RunEvent: Sendable {
   case progress(task: String, bytes: Int64, expected: Int64?)
   /// A source of a download with mirrors failed and was set aside.
   case sourceFailed(task: String, url: String, code: String, message: String)
-  /// A segmented download started fetching `length` bytes from `start` on a connection of its own.
-  case segment(task: String, start: Int64, length: Int64)
+  /// A segmented download started fetching `length` bytes from `start` at `url` on a connection of
+  /// its own.
+  case segment(task: String, start: Int64, length: Int64, url: String)
+  /// A complete download's pieces failed their Metalink digests (`urls`: the sources that sent
+  /// them); they are fetched again while the good pieces stay.
+  case piecesFailed(task: String, pieces: [Int], urls: [String], message: String)
   /// An attempt failed; the task will be tried again.
   case retrying(task: String, attempt: Int, delay: Interval, code: String, message: String)
   /// `didBecome downloadTask`: a data task's body moved to a file.
@@ -48,8 +52,16 @@ public enum RunEvent: Sendable {
         "event": .string("source_failed"), "task": .string(task), "url": .string(url),
         "error": .object(["code": .string(code), "message": .string(message)]),
       ]
-    case .segment(let task, let start, let length):
-      return ["event": .string("segment"), "task": .string(task), "start": .int(start), "length": .int(length)]
+    case .segment(let task, let start, let length, let url):
+      return [
+        "event": .string("segment"), "task": .string(task), "start": .int(start), "length": .int(length),
+        "url": .string(url),
+      ]
+    case .piecesFailed(let task, let pieces, let urls, let message):
+      return [
+        "event": .string("pieces_failed"), "task": .string(task), "pieces": .array(pieces.map { .int(Int64($0)) }),
+        "urls": .array(urls.map { .string($0) }), "message": .string(message),
+      ]
     case .becameDownload(let task, let to):
       return ["event": .string("became_download"), "task": .string(task), "to": .string(to)]
     case .finished(let task, let to):

@@ -162,6 +162,14 @@ final class JobBuilder: TransferJobSource {
         spec.expectedSHA256 = expected.sha256
       }
     }
+    if let owner = plan.owner(of: request), let expected = plan.expectation(of: owner),
+      let pieces = expected.pieces
+    {
+      // Pieces are checked against a file of the expected size: the digests fit no other.
+      spec.pieces = PieceDigests(length: pieces.length, algorithm: pieces.algorithm, hashes: pieces.hashes)
+      spec.expectedSize = expected.size
+      spec.expectedSHA256 = expected.sha256
+    }
     spec.minSegmentSize = session.network.minSegmentSize
     spec.segments = session.network.segments
     if let owner = plan.owner(of: request), case .task(let task) = plan.entry(of: owner) {

@@ -93,8 +93,12 @@ final class ObserverRelay<Observer: TransferObserver & SendableMetatype>: Transf
     hand { self.observer.transferSourceFailed(job, url: url, failure: failure) }
   }
 
-  func transferSegmentStarted(_ job: Int, start: Int64, length: Int64) {
-    hand { self.observer.transferSegmentStarted(job, start: start, length: length) }
+  func transferSegmentStarted(_ job: Int, start: Int64, length: Int64, url: String) {
+    hand { self.observer.transferSegmentStarted(job, start: start, length: length, url: url) }
+  }
+
+  func transferPiecesFailed(_ job: Int, pieces: [Int], urls: [String], message: String) {
+    hand { self.observer.transferPiecesFailed(job, pieces: pieces, urls: urls, message: message) }
   }
 
   func transferCompleted(_ job: Int, outcome: Result<TransferResult, TransferFailure>, spent: Int64) {

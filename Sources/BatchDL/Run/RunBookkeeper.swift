@@ -321,10 +321,21 @@ final class RunBookkeeper: TransferObserver {
     display.note("source \(url) of \(id(tasks[0])) set aside: \(failure.code): \(message)")
   }
 
-  public func transferSegmentStarted(_ job: Int, start: Int64, length: Int64) {
+  public func transferSegmentStarted(_ job: Int, start: Int64, length: Int64, url: String) {
+    let url = redactor.url(url)
     for task in plan.tasks(of: request(ofJob: job)) {
-      emit(.segment(task: id(task), start: start, length: length))
+      emit(.segment(task: id(task), start: start, length: length, url: url))
     }
+  }
+
+  public func transferPiecesFailed(_ job: Int, pieces: [Int], urls: [String], message: String) {
+    let tasks = plan.tasks(of: request(ofJob: job))
+    let urls = urls.map(redactor.url)
+    let message = redactor.text(message)
+    for task in tasks {
+      emit(.piecesFailed(task: id(task), pieces: pieces, urls: urls, message: message))
+    }
+    display.note("\(id(tasks[0])): \(message); fetching them again")
   }
 
   public func transferWillRetry(_ job: Int, after delay: Interval, failure: TransferFailure) {

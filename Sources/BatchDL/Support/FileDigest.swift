@@ -21,6 +21,32 @@ enum FileDigest {
     return hasher.finalize()
   }
 
+  /// The hex digests of the file at `path` over each of `extents` (in any order), or nil when it
+  /// cannot be read whole.
+  static func hex(of path: String, extents: [ByteExtent], algorithm: DigestAlgorithm) -> [String]? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    var digests: [String] = []
+    digests.reserveCapacity(extents.count)
+    for extent in extents {
+      var hasher = AnyHasher(algorithm)
+      var position = extent.start
+      while position < extent.end {
+        let want = Int(min(Int64(buffer.count), extent.end - position))
+        let count = buffer.withUnsafeMutableBytes {
+          SystemCalls.preadRetrying(fd, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: position)
+        }
+        if count <= 0 { return nil }
+        buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+        position += Int64(count)
+      }
+      digests.append(hasher.finalize())
+    }
+    return digests
+  }
+
   /// The hex digest of `bytes`.
   static func hex(of bytes: [UInt8], algorithm: DigestAlgorithm) -> String {
     var hasher = AnyHasher(algorithm)

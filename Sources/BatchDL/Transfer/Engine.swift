@@ -79,8 +79,12 @@ public protocol TransferObserver: AnyObject {
   /// A source of a download with mirrors failed and was set aside (the job goes on from the next
   /// one, or fails when it was the last).
   func transferSourceFailed(_ job: Int, url: String, failure: TransferFailure)
-  /// A segmented download started fetching bytes `start..<start+length` on a connection of its own.
-  func transferSegmentStarted(_ job: Int, start: Int64, length: Int64)
+  /// A segmented download started fetching bytes `start..<start+length` from `url` on a connection
+  /// of its own.
+  func transferSegmentStarted(_ job: Int, start: Int64, length: Int64, url: String)
+  /// A complete download's pieces failed their digests (`message` says which); they are fetched
+  /// again, the good ones stay.
+  func transferPiecesFailed(_ job: Int, pieces: [Int], urls: [String], message: String)
   /// The job ended: it succeeded, or failed for good. `spent` is the time charged to it against
   /// `timeouts.resource`, across runs (ms).
   func transferCompleted(_ job: Int, outcome: Result<TransferResult, TransferFailure>, spent: Int64)
@@ -99,7 +103,8 @@ public protocol TransferObserver: AnyObject {
 extension TransferObserver {
   public var wantsResponses: Bool { true }
   public func transferSourceFailed(_ job: Int, url: String, failure: TransferFailure) {}
-  public func transferSegmentStarted(_ job: Int, start: Int64, length: Int64) {}
+  public func transferSegmentStarted(_ job: Int, start: Int64, length: Int64, url: String) {}
+  public func transferPiecesFailed(_ job: Int, pieces: [Int], urls: [String], message: String) {}
 }
 
 /// A download's progress on disk, as a checkpoint records it.
@@ -139,6 +144,11 @@ public final class Engine {
     var segmentsOff = false
     /// A segmented file whose digest failed was fetched again whole.
     var refetchedWhole = false
+    /// Times pieces that failed their digests were fetched again.
+    var pieceRepairs = 0
+    /// The pieces that failed are being fetched again: the rest of the file is kept as extents,
+    /// whatever `segmentsOff` says.
+    var repairing = false
 
     init(_ job: TransferJob) {
       spec = job.spec
@@ -417,8 +427,8 @@ public final class Engine {
       budget = Interval(milliseconds: left)
     }
     jobs[job].attempts += 1
-    if !built.spec.extents.isEmpty, !built.segmentsOff, let resume = built.spec.resume, let total = resume.total,
-      let path = built.spec.target.path
+    if built.repairing || (!built.spec.extents.isEmpty && !built.segmentsOff), let resume = built.spec.resume,
+      let total = resume.total, let path = built.spec.target.path
     {
       continueSegmented(job, path: path, total: total, validator: resume.validator, now: now)
       return
@@ -534,9 +544,13 @@ public final class Engine {
     hostActive[transfer.spec.hostKey, default: 1] -= 1
     sessionActive[transfer.spec.sessionKey, default: 1] -= 1
     unblock()
-    if let piece = transfer.piece, let download = segmented[job] {
-      finishPiece(job, transfer, piece, download, code: code)
-      return
+    if let piece = transfer.piece {
+      // A piece of a download that ended already (it failed, or went on as one stream) is dropped.
+      if let download = segmented[job] {
+        finishPiece(job, transfer, piece, download, code: code)
+        return
+      }
+      if transfer.isRangedPiece { return }
     }
     if code == CURLE_OK, !cancelled.isSet, let location = transfer.redirect {
       follow(job, to: location, status: transfer.head.status)
@@ -549,17 +563,25 @@ public final class Engine {
     if case .success(var result) = outcome {
       result.transferred = jobs[job].transferred
       outcome = .success(result)
-      if let sources = built.sources, !cancelled.isSet {
-        result.sources = sources.used
+      if built.sources != nil || built.spec.pieces != nil, !cancelled.isSet {
+        result.sources = built.sources?.used ?? []
         outcome = .success(result)
-        if let problem = SourceList.contentProblem(result, spec: built.spec) {
-          if sources.refetchWhole(after: problem, result) {
-            // Bytes of two sources that do not make the file: fetch it whole from this one.
-            built.spec.resume = nil
-            enqueue(job)
-            return
+        let writer = PieceWriter(extent: ByteExtent(start: 0, end: result.size), source: built.sources?.current)
+        switch checkPieces(job, result, writers: [writer], validator: transfer.validator ?? "") {
+        case .repairing:
+          return
+        case .failed(let failure):
+          outcome = .failure(failure)
+        case .verified, .unchecked:
+          if let problem = SourceList.contentProblem(result, spec: built.spec) {
+            if built.sources?.refetchWhole(after: problem, result) ?? false {
+              // Bytes of two sources that do not make the file: fetch it whole from this one.
+              built.spec.resume = nil
+              enqueue(job)
+              return
+            }
+            outcome = .failure(problem)
           }
-          outcome = .failure(problem)
         }
       }
     }
@@ -625,10 +647,16 @@ public final class Engine {
     built.spec.conditional = nil
     built.spec.url = next.url
     built.spec.hostKey = next.hostKey
+    requeue(job)
+  }
+
+  /// Queues a job again on the host of its spec's URL, with the retries of `spec.retry` anew.
+  func requeue(_ job: Int) {
+    let built = built(job)
     built.attemptsBefore = jobs[job].attempts
     jobs[job].key = queueKey(
       TransferQueue(
-        session: built.spec.sessionKey, host: next.hostKey, sessionLimit: built.spec.sessionLimit,
+        session: built.spec.sessionKey, host: built.spec.hostKey, sessionLimit: built.spec.sessionLimit,
         hostLimit: built.spec.hostLimit))
     enqueue(job)
   }

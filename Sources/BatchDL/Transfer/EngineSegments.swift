@@ -35,16 +35,43 @@ extension Engine {
       return
     }
     let position = sink.count
-    let first = Piece(start: admission.start, end: min(total, position + download.chunkSize), next: position)
+    addSources(download, built, hostKey: transfer.spec.hostKey, etag: head.strongETag)
+    let first = Piece(
+      start: admission.start, end: download.aligned(position + download.chunkSize, limit: total), next: position)
     first.synced = max(admission.start, sink.durable)
     first.transfer = transfer
+    first.source = 0
+    download.sources[0].running = 1
     transfer.piece = first
     download.add(first)
     download.head = head
     download.started = 1
     segmented[job] = download
-    observer?.transferSegmentStarted(job, start: first.start, length: first.end - first.start)
+    observer?.transferSegmentStarted(job, start: first.start, length: first.end - first.start, url: download.url)
     fillPieces(job, now: Self.now())
+  }
+
+  /// The download's sources besides the first: the job's healthy mirrors, when bytes from them may
+  /// share the file (docs/sources.md, "When bytes may be combined"). Under a known digest (the
+  /// task's `sha256`, or piece digests) they are asked without `If-Range`: each server has
+  /// validators of its own, and the digest decides. Without one, only under the first source's
+  /// strong ETag, as `If-Range`: a mirror with another version answers `200` and is dropped.
+  /// `repair`: the pieces are asked without `If-Range` from every source, the first one included.
+  private func addSources(
+    _ download: SegmentedDownload, _ built: BuiltJob, hostKey: String, etag: String?, repair: Bool = false
+  ) {
+    if let pieces = built.spec.pieces, pieces.fits(total: download.total) { download.alignment = pieces.length }
+    download.sources[0].hostKey = hostKey
+    download.sources[0].listIndex = built.sources?.current
+    if repair { download.sources[0].validator = "" }
+    guard let list = built.sources else { return }
+    let guarded = built.spec.expectedSHA256 != nil || built.spec.pieces != nil
+    guard let validator = guarded ? "" : etag else { return }
+    for index in list.healthy where index != list.current {
+      let source = list.sources[index]
+      download.sources.append(
+        PieceSource(url: source.url, hostKey: source.hostKey, validator: validator, listIndex: index))
+    }
   }
 
   /// Continues a segmented download from its checkpoint's extents: every missing range is a piece.
@@ -54,7 +81,7 @@ extension Engine {
     do {
       download = try SegmentedDownload(
         path: path, total: total, validator: validator, etag: validator.hasPrefix("\"") ? validator : nil,
-        lastModified: validator.hasPrefix("\"") ? nil : validator, url: built.spec.url,
+        lastModified: validator.hasPrefix("\"") || validator.isEmpty ? nil : validator, url: built.spec.url,
         connections: built.spec.segments, minSegmentSize: max(1, built.spec.minSegmentSize),
         covered: built.spec.extents)
     } catch {
@@ -63,6 +90,9 @@ extension Engine {
       complete(job, .failure(failure))
       return
     }
+    addSources(
+      download, built, hostKey: built.spec.hostKey, etag: validator.hasPrefix("\"") ? validator : nil,
+      repair: built.repairing)
     download.planGaps()
     segmented[job] = download
     if download.isComplete {
@@ -78,9 +108,10 @@ extension Engine {
     guard let download = segmented[job], let built = jobs[job].built else { return }
     var waiting = download.waiting(now: now)
     var stole = false
+    let hostLimit = built.spec.hostLimit
     while download.running < download.connections, active.count < globalLimit,
-      hostActive[built.spec.hostKey, default: 0] < built.spec.hostLimit,
-      sessionActive[built.spec.sessionKey, default: 0] < built.spec.sessionLimit
+      sessionActive[built.spec.sessionKey, default: 0] < built.spec.sessionLimit,
+      let source = download.pickSource(room: { self.hostActive[$0, default: 0] < hostLimit })
     {
       let piece: Piece
       if !waiting.isEmpty {
@@ -93,15 +124,19 @@ extension Engine {
       } else {
         break
       }
-      startPiece(job, piece, download, built, now: now)
+      startPiece(job, piece, download, built, source: source, now: now)
       if segmented[job] == nil { return }
     }
   }
 
-  private func startPiece(_ job: Int, _ piece: Piece, _ download: SegmentedDownload, _ built: BuiltJob, now: UInt64) {
+  private func startPiece(
+    _ job: Int, _ piece: Piece, _ download: SegmentedDownload, _ built: BuiltJob, source: Int, now: UInt64
+  ) {
     var spec = built.spec
-    spec.url = download.url
-    spec.resume = .init(offset: piece.next, validator: download.validator, total: download.total)
+    let from = download.sources[source]
+    spec.url = from.url
+    spec.hostKey = from.hostKey
+    spec.resume = .init(offset: piece.next, validator: from.validator, total: download.total)
     spec.rangeEnd = piece.end - 1
     spec.conditional = nil
     spec.extents = []
@@ -133,8 +168,10 @@ extension Engine {
     hostActive[spec.hostKey, default: 0] += 1
     sessionActive[spec.sessionKey, default: 0] += 1
     piece.transfer = transfer
+    piece.source = source
+    download.sources[source].running += 1
     download.started += 1
-    observer?.transferSegmentStarted(job, start: piece.next, length: piece.end - piece.next)
+    observer?.transferSegmentStarted(job, start: piece.next, length: piece.end - piece.next, url: from.url)
   }
 
   /// A piece's transfer ended: the piece is done, continues later from where it stopped, or ends
@@ -144,11 +181,18 @@ extension Engine {
   ) {
     let built = built(job)
     piece.transfer = nil
+    let source = piece.source ?? 0
+    download.sources[source].running -= 1
     jobs[job].transferred += transfer.bodyBytesReceived
-    built.sources?.received(transfer.bodyBytesReceived)
+    received(transfer.bodyBytesReceived, built, download, source)
     var failure: TransferFailure?
     if transfer.answeredWhole {
-      fallBackToOneStream(job, download)
+      guard source != 0 else {
+        fallBackToOneStream(job, download)
+        return
+      }
+      // A mirror without ranges, or with another version: it serves no more pieces.
+      dropSource(job, download, source, failure: nil, now: Self.now())
       return
     }
     if transfer.reachedEnd {
@@ -169,14 +213,23 @@ extension Engine {
     if var failure {
       if failure.code == .resumeRestart || failure.code == .rangeMismatch {
         // The source answers ranges with other bytes: it serves one stream at most.
-        fallBackToOneStream(job, download)
+        guard source != 0 else {
+          fallBackToOneStream(job, download)
+          return
+        }
+        dropSource(job, download, source, failure: nil, now: now)
+        return
+      }
+      if SourceList.isSourceFailure(failure), download.hasOtherSource(than: source), !cancelled.isSet {
+        // Another source takes the piece at once; this one is set aside.
+        dropSource(job, download, source, failure: failure, now: now)
         return
       }
       let progressed = transfer.bodyBytesReceived > 0
       if !progressed { piece.failures += 1 }
       guard FailureClassifier.isRetryable(failure), piece.failures < max(1, built.spec.retry.attempts) else {
         failure.attempts = jobs[job].attempts
-        failDownload(job, download, failure)
+        failDownload(job, download, failure, source: download.sources[source].listIndex)
         return
       }
       let backoff = built.spec.retry.backoff.milliseconds << min(piece.failures, 20)
@@ -187,6 +240,39 @@ extension Engine {
       return
     }
     fillPieces(job, now: now, steal: failure == nil)
+  }
+
+  /// Counts a piece's bytes for its source (the report's `sources`).
+  private func received(_ count: Int64, _ built: BuiltJob, _ download: SegmentedDownload, _ source: Int) {
+    guard let list = built.sources else { return }
+    if let index = download.sources[source].listIndex {
+      list.received(count, from: index)
+    } else {
+      list.received(count)
+    }
+  }
+
+  /// Takes a source out of a segmented download: it failed (`failure`: it is also set aside for
+  /// the task), or it answered a range with the whole file or other bytes (nil). Its pieces go to
+  /// the other sources.
+  private func dropSource(
+    _ job: Int, _ download: SegmentedDownload, _ source: Int, failure: TransferFailure?, now: UInt64
+  ) {
+    download.sources[source].dropped = true
+    if let failure, let list = jobs[job].built?.sources, let index = download.sources[source].listIndex,
+      !list.aside[index]
+    {
+      observer?.transferSourceFailed(job, url: list.sources[index].url, failure: failure)
+      list.setAside(index, failure)
+    }
+    for piece in download.pieces where piece.transfer == nil && !piece.isDone {
+      piece.notBefore = min(piece.notBefore, now)
+    }
+    guard download.sources.contains(where: { !$0.dropped }) else {
+      fallBackToOneStream(job, download)
+      return
+    }
+    fillPieces(job, now: now)
   }
 
   /// Stops every transfer of a segmented download but `keep`; returns the download's first stream
@@ -206,7 +292,8 @@ extension Engine {
       hostActive[transfer.spec.hostKey, default: 1] -= 1
       sessionActive[transfer.spec.sessionKey, default: 1] -= 1
       jobs[job].transferred += transfer.bodyBytesReceived
-      jobs[job].built?.sources?.received(transfer.bodyBytesReceived)
+      if let built = jobs[job].built { received(transfer.bodyBytesReceived, built, download, piece.source ?? 0) }
+      download.sources[piece.source ?? 0].running -= 1
     }
     unblock()
     return stream
@@ -217,6 +304,7 @@ extension Engine {
   private func fallBackToOneStream(_ job: Int, _ download: SegmentedDownload) {
     let built = built(job)
     built.segmentsOff = true
+    built.repairing = false
     download.hasher?.stop()
     if let stream = stopPieces(job, download) {
       stream.piece = nil
@@ -232,7 +320,7 @@ extension Engine {
 
   /// A piece failed for good: what is on disk stays as a checkpoint; the download goes on from the
   /// next source when there is one (keeping the extents only under a strong ETag), else fails.
-  private func failDownload(_ job: Int, _ download: SegmentedDownload, _ failure: TransferFailure) {
+  private func failDownload(_ job: Int, _ download: SegmentedDownload, _ failure: TransferFailure, source: Int?) {
     let built = built(job)
     download.hasher?.stop()
     if let stream = stopPieces(job, download) {
@@ -249,8 +337,11 @@ extension Engine {
     let extents = download.syncedExtents
     observer?.transferCheckpoints([checkpoint(job, download, extents: extents)])
     if let sources = built.sources, !cancelled.isSet, SourceList.isSourceFailure(failure) {
-      observer?.transferSourceFailed(job, url: sources.url, failure: failure)
-      if let next = sources.setAside(failure) {
+      let failed = source ?? sources.current
+      observer?.transferSourceFailed(job, url: sources.sources[failed].url, failure: failure)
+      sources.setAside(failed, failure)
+      if !sources.aside[sources.current] {
+        let next = sources.sources[sources.current]
         let resume = TransferSpec.Resume(
           offset: download.syncedPrefix, validator: download.validator, total: download.total)
         built.spec.extents = SourceList.mayContinue(resume) ? extents : []
@@ -281,8 +372,26 @@ extension Engine {
       becameDownload: false, attempts: jobs[job].attempts, effectiveURL: download.url,
       resumedFrom: download.keptPrefix)
     result.transferred = jobs[job].transferred
-    if download.started > 1 {
-      result.sources = built.sources?.used(all: true) ?? [SourceBytes(url: download.url, bytes: jobs[job].transferred)]
+    if let list = built.sources {
+      result.sources = list.used(all: download.started > 1)
+    } else if download.started > 1 {
+      result.sources = [SourceBytes(url: download.url, bytes: jobs[job].transferred)]
+    }
+    let writers = download.pieces.map { piece in
+      PieceWriter(
+        extent: ByteExtent(start: piece.start, end: piece.next),
+        source: piece.source.flatMap { download.sources[$0].listIndex })
+    }
+    switch checkPieces(job, result, writers: writers, validator: download.validator) {
+    case .repairing:
+      return
+    case .failed(let failure):
+      complete(job, .failure(failure))
+      return
+    case .verified:
+      built.repairing = false
+    case .unchecked:
+      break
     }
     if let problem = SourceList.contentProblem(result, spec: built.spec) {
       if !built.refetchedWhole {

@@ -20,6 +20,9 @@ final class Piece {
   var failures = 0
   /// When it may be asked for again (ms, the engine's clock).
   var notBefore: UInt64 = 0
+  /// The download's source (`SegmentedDownload.sources`) that fetches or fetched it; nil for bytes
+  /// kept from a checkpoint.
+  var source: Int?
 
   init(start: Int64, end: Int64, next: Int64? = nil) {
     self.start = start
@@ -30,6 +33,21 @@ final class Piece {
 
   var isDone: Bool { next >= end }
   var remaining: Int64 { max(0, end - next) }
+}
+
+/// A source a segmented download asks ranges of: the URL, the host whose caps it counts against,
+/// and the `If-Range` it sends ("" for none: a mirror of a download whose digest is known, where
+/// each server's own validator is unknown and the digest guards the joined file).
+struct PieceSource {
+  var url: String
+  var hostKey: String
+  var validator: String
+  /// Its index in the job's `SourceList`, when the job has mirrors.
+  var listIndex: Int?
+  /// Pieces it fetches now.
+  var running = 0
+  /// It failed, or answered ranges with the whole file or other bytes: no more pieces from it.
+  var dropped = false
 }
 
 /// A download fetched as ranges of one partial file at once (docs/sources.md, "Segments"): the
@@ -45,6 +63,8 @@ final class SegmentedDownload {
   let lastModified: String?
   /// The URL the pieces ask (after the first stream's redirects).
   let url: String
+  /// Where pieces come from: `url` first, then the job's healthy mirrors that may share the file.
+  var sources: [PieceSource] = []
   /// The head the result reports: the first stream's, or the first piece's on a resume.
   var head: ResponseHead?
   /// At most this many transfers at once.
@@ -53,6 +73,9 @@ final class SegmentedDownload {
   let minimumSteal: Int64
   /// The length of the chunks handed out in order (the last one of a gap may be up to half longer).
   let chunkSize: Int64
+  /// Where pieces may begin and end: the piece length of the file's piece digests (so that each
+  /// digest covers bytes of one source, and a bad one tells which source sent it), else 1.
+  var alignment: Int64 = 1
   private(set) var pieces: [Piece] = []
   /// Missing ranges no piece covers yet, in order: connections take chunks from the first.
   private(set) var unassigned: [ByteExtent] = []
@@ -91,6 +114,7 @@ final class SegmentedDownload {
     self.etag = etag
     self.lastModified = lastModified
     self.url = url
+    sources = [PieceSource(url: url, hostKey: "", validator: validator)]
     self.connections = max(1, connections)
     minimumSteal = max(16 << 10, min(1 << 20, minSegmentSize / 2))
     chunkSize = Self.chunkSize(total: total, connections: self.connections, minSegmentSize: minSegmentSize)
@@ -117,10 +141,17 @@ final class SegmentedDownload {
     if piece.end < total { unassigned = [ByteExtent(start: piece.end, end: total)] }
   }
 
+  /// `position` moved up to the next multiple of `alignment` (at most `limit`).
+  func aligned(_ position: Int64, limit: Int64) -> Int64 {
+    guard alignment > 1 else { return min(position, limit) }
+    return min(limit, (position + alignment - 1) / alignment * alignment)
+  }
+
   /// The next chunk in file order, as a piece, if any byte is still unassigned.
   func nextChunk() -> Piece? {
     guard let gap = unassigned.first else { return nil }
-    let length = gap.length - chunkSize < chunkSize / 2 ? gap.length : chunkSize
+    let length =
+      gap.length - chunkSize < chunkSize / 2 ? gap.length : aligned(gap.start + chunkSize, limit: gap.end) - gap.start
     let piece = Piece(start: gap.start, end: gap.start + length)
     if length == gap.length {
       unassigned.removeFirst()
@@ -134,17 +165,28 @@ final class SegmentedDownload {
   /// Every missing range of the file, to be handed out in chunks: a download continued from a
   /// checkpoint.
   func planGaps() {
-    var gaps: [ByteExtent] = []
-    var position: Int64 = 0
-    for piece in pieces.sorted(by: { $0.start < $1.start }) {
-      if piece.start > position { gaps.append(ByteExtent(start: position, end: piece.start)) }
-      position = max(position, piece.next)
-    }
-    if position < total { gaps.append(ByteExtent(start: position, end: total)) }
-    unassigned = gaps
+    unassigned = ByteExtent.gaps(
+      in: ByteExtent(start: 0, end: total), besides: pieces.map { ByteExtent(start: $0.start, end: $0.next) })
   }
 
-  var isComplete: Bool { unassigned.isEmpty && pieces.allSatisfy(\.isDone) }
+  /// Every byte is written and every transfer has ended (one that wrote its piece's last byte may
+  /// not have ended yet: its bytes are counted when it does).
+  var isComplete: Bool { unassigned.isEmpty && pieces.allSatisfy { $0.isDone && $0.transfer == nil } }
+
+  /// The source for the next piece: of those not dropped whose host has room (`room`), the one
+  /// with the fewest pieces running; earlier sources first on a tie.
+  func pickSource(room: (String) -> Bool) -> Int? {
+    var best: Int?
+    for index in sources.indices where !sources[index].dropped && room(sources[index].hostKey) {
+      if best.map({ sources[index].running < sources[$0].running }) ?? true { best = index }
+    }
+    return best
+  }
+
+  /// Whether a source other than `index` may still serve pieces.
+  func hasOtherSource(than index: Int) -> Bool {
+    sources.indices.contains { $0 != index && !sources[$0].dropped }
+  }
   var running: Int { pieces.count { $0.transfer != nil } }
   /// Pieces waiting for a connection.
   func waiting(now: UInt64) -> [Piece] { pieces.filter { $0.transfer == nil && !$0.isDone && $0.notBefore <= now } }
@@ -156,7 +198,8 @@ final class SegmentedDownload {
     guard let largest = pieces.filter({ $0.transfer != nil }).max(by: { $0.remaining < $1.remaining }),
       largest.remaining >= 2 * minimumSteal
     else { return nil }
-    let middle = largest.next + largest.remaining / 2
+    let middle = aligned(largest.next + largest.remaining / 2, limit: largest.end)
+    guard middle < largest.end else { return nil }
     let piece = Piece(start: middle, end: largest.end)
     largest.end = middle
     pieces.append(piece)

@@ -38,9 +38,12 @@ public struct SourceFailure: Sendable, Equatable {
 /// sources whose digest fails is fetched again whole from one source before that source is blamed.
 final class SourceList {
   let sources: [TransferSource]
+  /// The source a single stream uses: the first one not set aside.
   private(set) var current = 0
   /// Body bytes received from each source.
   private(set) var bytes: [Int64]
+  /// Sources set aside for the rest of the task.
+  private(set) var aside: [Bool]
   private(set) var failures: [SourceFailure] = []
   /// Whether the joined file was already fetched again whole after a digest failure.
   private var refetched = false
@@ -48,14 +51,21 @@ final class SourceList {
   init(_ sources: [TransferSource]) {
     self.sources = sources
     bytes = Array(repeating: 0, count: sources.count)
+    aside = Array(repeating: false, count: sources.count)
   }
 
   var url: String { sources[current].url }
 
-  /// Whether a source is left after the one in use.
-  var hasNext: Bool { current + 1 < sources.count }
+  /// Whether a source is left besides the one in use.
+  var hasNext: Bool { aside.indices.contains { $0 != current && !aside[$0] } }
+
+  /// The sources not set aside, in order.
+  var healthy: [Int] { aside.indices.filter { !aside[$0] } }
 
   func received(_ count: Int64) { bytes[current] += count }
+
+  /// Bytes a segment fetched from source `index`.
+  func received(_ count: Int64, from index: Int) { bytes[index] += count }
 
   /// Whether a failure is the source's own (another source may do better), not the task's or
   /// this machine's.
@@ -91,6 +101,9 @@ final class SourceList {
     result.resumedFrom > 0 && bytes.indices.contains { $0 != current && bytes[$0] > 0 }
   }
 
+  /// Whether more than one source gave bytes to the download.
+  var mixed: Bool { bytes.count { $0 > 0 } > 1 }
+
   /// For a joined file whose digest failed, the first time: fetch it again whole from the same
   /// source (true), before that source is blamed.
   func refetchWhole(after failure: TransferFailure, _ result: TransferResult?) -> Bool {
@@ -101,10 +114,23 @@ final class SourceList {
 
   /// Sets the current source aside for `failure`; returns the next source, or nil when none is left.
   func setAside(_ failure: TransferFailure) -> TransferSource? {
-    failures.append(SourceFailure(url: url, code: failure.code, message: failure.message))
-    guard current + 1 < sources.count else { return nil }
-    current += 1
-    return sources[current]
+    setAside(current, failure)
+    return aside[current] ? nil : sources[current]
+  }
+
+  /// Sets source `index` aside for `failure` (a segment's source, or the one in use); when it was
+  /// the one in use, the next healthy one after it (else before it) takes its place.
+  func setAside(_ index: Int, _ failure: TransferFailure) {
+    guard !aside[index] else { return }
+    aside[index] = true
+    failures.append(SourceFailure(url: sources[index].url, code: failure.code, message: failure.message))
+    guard index == current else { return }
+    if let next = (index + 1..<sources.count).first(where: { !aside[$0] }) ?? healthy.first { current = next }
+  }
+
+  /// Makes source `index` the one a single stream uses.
+  func use(_ index: Int) {
+    if !aside[index] { current = index }
   }
 
   /// Kept bytes go on to the next source only where `If-Range` with a strong ETag guards them.
@@ -127,6 +153,8 @@ final class SourceList {
   /// The sources tried, with the bytes each gave; `all`: also when only the first was (a download
   /// fetched in segments lists its sources whatever their number).
   func used(all: Bool) -> [SourceBytes] {
-    current == 0 && !all ? [] : (0...current).map { SourceBytes(url: sources[$0].url, bytes: bytes[$0]) }
+    let tried = sources.indices.filter { $0 == current || aside[$0] || bytes[$0] > 0 }
+    guard all || tried != [0] else { return [] }
+    return tried.map { SourceBytes(url: sources[$0].url, bytes: bytes[$0]) }
   }
 }

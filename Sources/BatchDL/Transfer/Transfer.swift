@@ -94,7 +94,9 @@ final class Transfer {
     try moveCookies(from: &headers)
     if let resume = spec.resume {
       headers.append("Range: bytes=\(resume.offset)-\(spec.rangeEnd.map(String.init) ?? "")")
-      headers.append("If-Range: \(resume.validator)")
+      // No validator: a range of a file whose digest guards the bytes (a mirror's segment, a piece
+      // fetched again); `Content-Range` must still give the recorded total.
+      if !resume.validator.isEmpty { headers.append("If-Range: \(resume.validator)") }
     }
     if let conditional = spec.conditional {
       if let etag = conditional.etag { headers.append("If-None-Match: \(etag)") }

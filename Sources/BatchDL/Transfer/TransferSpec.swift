@@ -123,6 +123,9 @@ public struct TransferSpec: Sendable {
   /// disagree is set aside.
   public var expectedSize: Int64?
   public var expectedSHA256: String?
+  /// Piece digests (a Metalink `<pieces>`): a file whose whole digest fails, or that has none, is
+  /// checked piece by piece, and only the pieces that fail are fetched again.
+  public var pieces: PieceDigests?
   /// At most this many connections for the download (`segments`), each a range of at least
   /// `minSegmentSize` bytes (`min_segment_size`).
   public var segments = 1
@@ -178,6 +181,19 @@ public struct ByteExtent: Sendable, Equatable {
       }
     }
     return result
+  }
+
+  /// The parts of `whole` that none of `extents` covers, in order.
+  public static func gaps(in whole: ByteExtent, besides extents: [ByteExtent]) -> [ByteExtent] {
+    var gaps: [ByteExtent] = []
+    var position = whole.start
+    for extent in merged(extents) where extent.end > position {
+      if extent.start > position { gaps.append(ByteExtent(start: position, end: min(extent.start, whole.end))) }
+      position = max(position, extent.end)
+      if position >= whole.end { break }
+    }
+    if position < whole.end { gaps.append(ByteExtent(start: position, end: whole.end)) }
+    return gaps.filter { $0.end > $0.start }
   }
 }
 

@@ -1,0 +1,70 @@
+/// Bytes of a finished download and the source that sent them (its index in the job's
+/// `SourceList`; nil when unknown: bytes kept from an earlier run, or a download without mirrors).
+struct PieceWriter {
+  var extent: ByteExtent
+  var source: Int?
+}
+
+/// What the piece check made of a complete download (docs/sources.md, "Pieces").
+enum PieceVerdict {
+  /// No piece digests, the whole file's SHA-256 already matched, or the file could not be read
+  /// back: the whole-file checks decide.
+  case unchecked
+  /// Every piece has its digest.
+  case verified
+  /// Pieces failed: they are being fetched again (the job is queued).
+  case repairing
+  /// Pieces still failed after as many repairs as the download has sources, and one more.
+  case failed(TransferFailure)
+}
+
+extension Engine {
+  /// Checks a complete download against its piece digests when its whole-file SHA-256 did not
+  /// confirm it (it failed, or none is known). Pieces that fail are fetched again, from a source
+  /// other than the one that sent them when one is left (that one is set aside); the pieces that
+  /// passed stay on disk as extents and are not asked again. `validator` is the one a checkpoint
+  /// of the repair records.
+  func checkPieces(_ job: Int, _ result: TransferResult, writers: [PieceWriter], validator: String) -> PieceVerdict {
+    let built = built(job)
+    guard let digests = built.spec.pieces, let path = result.file, !cancelled.isSet,
+      built.spec.expectedSHA256.map({ $0.lowercased() != result.withDigest().sha256 }) ?? true,
+      let bad = digests.mismatches(in: path, total: result.size)
+    else { return .unchecked }
+    guard !bad.isEmpty else { return .verified }
+    let extents = bad.map { digests.extent(of: $0, total: result.size) }
+    var failure = TransferFailure(
+      code: .checksumMismatch,
+      message: "\(digests.describe(bad)) do not match their \(digests.algorithm.rawValue) digests",
+      attempts: jobs[job].attempts)
+    let blamed = Set(
+      writers.filter { writer in extents.contains { $0.start < writer.extent.end && writer.extent.start < $0.end } }
+        .compactMap(\.source))
+    let sources = built.sources
+    observer?.transferPiecesFailed(
+      job, pieces: bad, urls: blamed.sorted().compactMap { sources?.sources[$0].url }, message: failure.message)
+    built.pieceRepairs += 1
+    guard built.pieceRepairs <= (sources?.sources.count ?? 1) + 1 else {
+      failure.message += ", still after \(built.pieceRepairs - 1) repairs"
+      return .failed(failure)
+    }
+    if let sources {
+      // The sources that sent bad pieces are set aside while another one is left to ask.
+      for index in blamed.sorted() where sources.healthy.contains(where: { !blamed.contains($0) }) {
+        observer?.transferSourceFailed(job, url: sources.sources[index].url, failure: failure)
+        sources.setAside(index, failure)
+      }
+      let next = sources.sources[sources.current]
+      built.spec.url = next.url
+      built.spec.hostKey = next.hostKey
+    }
+    let kept = ByteExtent.gaps(in: ByteExtent(start: 0, end: result.size), besides: extents)
+    built.spec.extents = kept
+    built.spec.rangeEnd = nil
+    built.spec.conditional = nil
+    built.spec.resume = TransferSpec.Resume(
+      offset: kept.first.map { $0.start == 0 ? $0.end : 0 } ?? 0, validator: validator, total: result.size)
+    built.repairing = true
+    requeue(job)
+    return .repairing
+  }
+}
