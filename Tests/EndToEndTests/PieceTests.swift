@@ -148,3 +148,23 @@ import Testing
     #expect(sources.count == 2 && sources.allSatisfy { ($0["bytes"] as? Int ?? 0) > 0 }, "\(sources)")
   }
 }
+
+extension PieceTests {
+  /// The mirror asked for the bad piece ignores `Range` and sends its whole file: nothing of it is
+  /// written at the piece's offset; the download goes on as one stream and ends byte-identical.
+  @Test func aRepairRangeAnsweredWithTheWholeFileIsNeverWrittenAtThePiece() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(Self.corrupt(Self.inPieceThree)))
+    var whole = FileResource.version(1, length: Self.length)
+    whole.rangeFault = .wholeBody
+    fixture.server.route("/b.bin", .file(whole))
+    fixture.folder.write(
+      "doc.meta4", Self.document(urls: [fixture.server.url("/a.bin"), fixture.server.url("/b.bin")]))
+    fixture.manifest(Self.manifest())
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("m/f.bin", Self.body))
+    let asked = fixture.server.exchanges(for: "/b.bin")
+    #expect(asked.first?.range == "bytes=786432-1048575" && asked.first?.status == 200, "\(asked.map(\.range))")
+  }
+}

@@ -156,19 +156,17 @@ final class JobBuilder: TransferJobSource {
           URLNormalizer.alreadyNormal(url)?.authority ?? (try? mirrorNormalizer.normalize(url).get())?.authority
         return TransferSource(url: url, hostKey: host ?? url)
       }
-      // A source whose bytes disagree with what the owner task expects is set aside.
-      if let owner = plan.owner(of: request), let expected = plan.expectation(of: owner) {
-        spec.expectedSize = expected.size
-        spec.expectedSHA256 = expected.sha256
-      }
     }
+    // A source whose bytes disagree with what the owner task expects is set aside; pieces are
+    // checked against a file of the expected size (the digests fit no other).
     if let owner = plan.owner(of: request), let expected = plan.expectation(of: owner),
-      let pieces = expected.pieces
+      !request.mirrors.isEmpty || expected.pieces != nil
     {
-      // Pieces are checked against a file of the expected size: the digests fit no other.
-      spec.pieces = PieceDigests(length: pieces.length, algorithm: pieces.algorithm, hashes: pieces.hashes)
       spec.expectedSize = expected.size
       spec.expectedSHA256 = expected.sha256
+      spec.pieces = expected.pieces.map {
+        PieceDigests(length: $0.length, algorithm: $0.algorithm, hashes: $0.hashes)
+      }
     }
     spec.minSegmentSize = session.network.minSegmentSize
     spec.segments = session.network.segments

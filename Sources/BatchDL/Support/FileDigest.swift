@@ -7,18 +7,9 @@ import Foundation
 enum FileDigest {
   /// The hex digest of the file at `path`, or nil when it cannot be read.
   static func hex(of path: String, algorithm: DigestAlgorithm) -> String? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var hasher = AnyHasher(algorithm)
-    var buffer = [UInt8](repeating: 0, count: 1 << 20)
-    while true {
-      let count = buffer.withUnsafeMutableBytes { SystemCalls.readRetrying(fd, into: $0) }
-      if count < 0 { return nil }
-      if count == 0 { break }
-      buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
-    }
-    return hasher.finalize()
+    var info = stat()
+    guard stat(path, &info) == 0 else { return nil }
+    return hex(of: path, extents: [ByteExtent(start: 0, end: Int64(info.st_size))], algorithm: algorithm)?.first
   }
 
   /// The hex digests of the file at `path` over each of `extents` (in any order), or nil when it

@@ -101,9 +101,6 @@ final class SourceList {
     result.resumedFrom > 0 && bytes.indices.contains { $0 != current && bytes[$0] > 0 }
   }
 
-  /// Whether more than one source gave bytes to the download.
-  var mixed: Bool { bytes.count { $0 > 0 } > 1 }
-
   /// For a joined file whose digest failed, the first time: fetch it again whole from the same
   /// source (true), before that source is blamed.
   func refetchWhole(after failure: TransferFailure, _ result: TransferResult?) -> Bool {
@@ -126,11 +123,6 @@ final class SourceList {
     failures.append(SourceFailure(url: sources[index].url, code: failure.code, message: failure.message))
     guard index == current else { return }
     if let next = (index + 1..<sources.count).first(where: { !aside[$0] }) ?? healthy.first { current = next }
-  }
-
-  /// Makes source `index` the one a single stream uses.
-  func use(_ index: Int) {
-    if !aside[index] { current = index }
   }
 
   /// Kept bytes go on to the next source only where `If-Range` with a strong ETag guards them.
