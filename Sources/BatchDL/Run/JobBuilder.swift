@@ -125,7 +125,8 @@ final class JobBuilder: TransferJobSource {
     }
     let target: TransferSpec.Target
     var owner: (task: PlannedTask, path: String)?
-    if let task = plan.owner(of: request), let path = plan.absoluteDestination(of: task) {
+    let ownerTask = plan.owner(of: request)
+    if let task = ownerTask, let path = plan.absoluteDestination(of: task) {
       owner = (task, path)
       if let rule = plan.becomeDownload(of: task) {
         target = .memory(
@@ -159,7 +160,7 @@ final class JobBuilder: TransferJobSource {
     }
     // A source whose bytes disagree with what the owner task expects is set aside; pieces are
     // checked against a file of the expected size (the digests fit no other).
-    if let owner = plan.owner(of: request), let expected = plan.expectation(of: owner),
+    if let owner = ownerTask, let expected = plan.expectation(of: owner),
       !request.mirrors.isEmpty || expected.pieces != nil
     {
       spec.expectedSize = expected.size
@@ -170,7 +171,7 @@ final class JobBuilder: TransferJobSource {
     }
     spec.minSegmentSize = session.network.minSegmentSize
     spec.segments = session.network.segments
-    if let owner = plan.owner(of: request), case .task(let task) = plan.entry(of: owner) {
+    if let owner = ownerTask, case .task(let task) = plan.entry(of: owner) {
       spec.segments = task.segments ?? spec.segments
       if spec.segments > 1 {
         // A file joined from segments is checked against what the task expects, and fetched

@@ -104,17 +104,31 @@ final class SQLiteDatabase {
     /// Binds values to `?1`, `?2`... in order; nil binds NULL.
     func bind(_ values: [SQLiteValue?]) throws(SQLiteError) {
       sqlite3_reset(statement)
-      sqlite3_clear_bindings(statement)
+      // Parameters left out bind NULL; when every one is given, each is bound below anyway.
+      if values.count < sqlite3_bind_parameter_count(statement) { sqlite3_clear_bindings(statement) }
       for (index, value) in values.enumerated() {
         let position = Int32(index + 1)
         let code: Int32
         switch value {
         case nil: code = sqlite3_bind_null(statement, position)
         case .integer(let number): code = sqlite3_bind_int64(statement, position, number)
-        case .text(let text): code = sqlite3_bind_text(statement, position, text, -1, csqlite_transient())
+        case .text(let text): code = Self.bind(text, at: position, in: statement)
         }
         guard code == SQLITE_OK else { throw database.error(code) }
       }
+    }
+
+    /// Binds the string's UTF-8 bytes where they are (SQLite copies them), without the
+    /// NUL-terminated copy that passing a `String` as a C string makes: the state store binds
+    /// eight texts for every file of a run.
+    private static func bind(_ text: String, at position: Int32, in statement: OpaquePointer?) -> Int32 {
+      let bound = text.utf8.withContiguousStorageIfAvailable { bytes -> Int32? in
+        guard let start = bytes.baseAddress else { return nil }
+        return sqlite3_bind_text(
+          statement, position, UnsafeRawPointer(start).assumingMemoryBound(to: CChar.self), Int32(bytes.count),
+          csqlite_transient())
+      }
+      return (bound ?? nil) ?? sqlite3_bind_text(statement, position, text, -1, csqlite_transient())
     }
 
     /// Steps once; true when a row is available.
