@@ -496,9 +496,11 @@ final class RunBookkeeper: TransferObserver {
   /// then the owner's partial file is renamed into place; the partial file never stays behind.
   private func place(_ result: TransferResult, for tasks: [PlannedTask], request: PlannedRequest) {
     var owner: (task: PlannedTask, path: String, outcome: TaskResult)?
-    func record(_ task: PlannedTask, _ outcome: TaskResult, written: (size: Int64, modified: Int64)? = nil) {
+    func record(
+      _ task: PlannedTask, _ outcome: TaskResult, written: (size: Int64, modified: Int64)? = nil, at path: String? = nil
+    ) {
       self.record(outcome)
-      recorder.remember(task, outcome, request: request, head: result.head, written: written)
+      recorder.remember(task, outcome, request: request, head: result.head, written: written, at: path)
     }
     for (index, task) in tasks.enumerated() {
       var outcome = base(task)
@@ -534,7 +536,7 @@ final class RunBookkeeper: TransferObserver {
           written = try placer.write(result.body ?? [], to: path, folder: folder, naming: destination)
         }
         emit(.finished(task: outcome.id, to: outcome.to ?? ""))
-        record(task, outcome, written: written)
+        record(task, outcome, written: written, at: path)
       } catch {
         record(task, failed(task, TransferFailure(code: error.code, message: error.message, attempts: result.attempts)))
       }
@@ -550,7 +552,7 @@ final class RunBookkeeper: TransferObserver {
         throw FileSink.failure(errno: errno, doing: "rename the finished file into \(path)")
       }
       emit(.finished(task: outcome.id, to: outcome.to ?? ""))
-      record(task, outcome)
+      record(task, outcome, at: path)
     } catch {
       unlink(source)
       record(task, failed(task, TransferFailure(code: error.code, message: error.message, attempts: result.attempts)))

@@ -69,13 +69,14 @@ final class StateRecorder {
   }
 
   /// Remembers a task's result for the next run. `written`: the file's size and time as the run
-  /// wrote it, when known (else they are read back).
+  /// wrote it, when known (else they are read back); `path`: its absolute destination, when the
+  /// caller has it at hand.
   func remember(
     _ task: PlannedTask, _ result: TaskResult, request: PlannedRequest, head: ResponseHead?,
-    written: (size: Int64, modified: Int64)? = nil
+    written: (size: Int64, modified: Int64)? = nil, at path: String? = nil
   ) {
     guard persists(request) else { return }
-    let destination = plan.absoluteDestination(of: task)
+    let destination = path ?? plan.absoluteDestination(of: task)
     let info = result.outcome == .completed ? written ?? destination.flatMap(FileAccess.status) : nil
     let taskID = plan.id(of: task)
     let previous = prior.results[taskID]

@@ -81,15 +81,14 @@ public enum FileAccess {
     let bytes = path.utf8
     guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return "." }
     if slash == bytes.startIndex { return "/" }
-    return String(path.utf8[..<slash]) ?? String(path[..<slash])
+    return String(Substring(bytes[..<slash]))
   }
 
   /// The last part of `path` (all of it when it has no `/`).
   public static func name(of path: String) -> String {
     let bytes = path.utf8
     guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return path }
-    let start = bytes.index(after: slash)
-    return String(path.utf8[start...]) ?? String(path[start...])
+    return String(Substring(bytes[bytes.index(after: slash)...]))
   }
 
   /// `relative` resolved against `base`, unless it is absolute; "." bases are dropped.

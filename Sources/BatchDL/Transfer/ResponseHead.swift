@@ -64,6 +64,8 @@ struct ResponseHeadParser {
     }
     if end >= 5, line[0] == 0x48, line[1] == 0x54, line[2] == 0x54, line[3] == 0x50, line[4] == 0x2F {  // HTTP/
       head = ResponseHead()
+      // Room for a typical response's headers at once, rather than growing the array 4 times.
+      head.fields.reserveCapacity(16)
       complete = false
       // `HTTP/1.1 200 OK`: the version, the status code, then the reason (which may hold spaces).
       func isSpace(_ index: Int) -> Bool { line[index] == 0x20 }
