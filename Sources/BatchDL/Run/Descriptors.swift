@@ -185,8 +185,7 @@ struct DescriptorFetch {
     do {
       let easy = try EasyHandle()
       try easy.set(CURLOPT_URL, url)
-      try easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
-      try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+      try easy.allowHTTPOnly()
       try easy.set(CURLOPT_FOLLOWLOCATION, 1)
       try easy.set(CURLOPT_MAXREDIRS, 10)
       try easy.set(CURLOPT_NOSIGNAL, 1)

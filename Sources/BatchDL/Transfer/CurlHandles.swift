@@ -102,6 +102,11 @@ final class EasyHandle {
     try check(ccurl_easy_setopt_slist(raw, option, list), "option \(option.rawValue)")
   }
 
+  /// Allows http and https only, for the transfer and the redirects it follows.
+  func allowHTTPOnly() throws(CurlSetupError) {
+    try check(ccurl_easy_allow_http_only(raw), "the allowed protocols")
+  }
+
   func setCallback(_ option: CURLoption, _ callback: ccurl_data_callback) throws(CurlSetupError) {
     try check(ccurl_easy_setopt_data_callback(raw, option, callback), "callback \(option.rawValue)")
   }

@@ -59,8 +59,7 @@ final class Transfer {
 
   private func configure(timeout: Interval?) throws {
     try easy.set(CURLOPT_URL, spec.url)
-    try easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
-    try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+    try easy.allowHTTPOnly()
     try easy.set(CURLOPT_FOLLOWLOCATION, spec.followsRedirectsItself ? 0 : 1)
     try easy.set(CURLOPT_MAXREDIRS, 10)
     try easy.set(CURLOPT_NOSIGNAL, 1)

@@ -30,6 +30,8 @@ CURLcode ccurl_easy_setopt_string(CURL *handle, CURLoption option, const char *v
 CURLcode ccurl_easy_setopt_pointer(CURL *handle, CURLoption option, void *value);
 CURLcode ccurl_easy_setopt_slist(CURL *handle, CURLoption option, struct curl_slist *value);
 CURLcode ccurl_easy_setopt_mime(CURL *handle, curl_mime *value);
+/* Restricts a transfer, and the redirects it follows, to http and https. */
+CURLcode ccurl_easy_allow_http_only(CURL *handle);
 CURLcode ccurl_easy_setopt_data_callback(CURL *handle, CURLoption option,
                                          ccurl_data_callback value);
 CURLcode ccurl_easy_setopt_xferinfo_callback(CURL *handle, ccurl_xferinfo_callback value);
