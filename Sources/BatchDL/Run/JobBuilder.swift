@@ -69,41 +69,48 @@ final class JobBuilder: TransferJobSource {
     for request: PlannedRequest, action: RequestAction?, cached: CachedResponse?, prior: PriorState,
     dependencies: [Int], placer: FilePlacer
   ) -> TransferJob {
-    var (spec, owner) = spec(for: request)
-    var failure: TransferFailure?
+    // The spec is made inside the job and changed there: a TransferSpec copied costs a dozen
+    // reference counts, and every file's job passes here.
+    var owner: (task: PlannedTask, path: String)?
+    var job = TransferJob(spec: spec(for: request, owner: &owner), dependencies: dependencies)
     if let owner {
       do throws(TransferFailure) {
         try placer.prepare(owner.path, for: owner.task)
       } catch {
-        failure = error
+        job.failure = error
       }
     }
     let spentBefore = prior.budgets[request.key.description]?.spent ?? 0
     switch action {
     case .resume?:
       if let point = prior.resumePoint(for: request, in: plan), let validator = point.validator {
-        spec.resume = .init(offset: point.durable, validator: validator, total: point.total)
-        spec.extents = point.extents
+        job.spec.resume = .init(offset: point.durable, validator: validator, total: point.total)
+        job.spec.extents = point.extents
       }
-      spec.spentBefore = spentBefore
+      job.spec.spentBefore = spentBefore
     case .revalidate?:
       if let cached {
-        spec.conditional = .init(etag: cached.etag, lastModified: cached.lastModified)
+        job.spec.conditional = .init(etag: cached.etag, lastModified: cached.lastModified)
       } else {
         let stored = plan.tasks(of: request).compactMap { prior.results[plan.id(of: $0)] }.first
-        spec.conditional = .init(etag: stored?.etag, lastModified: stored?.lastModified)
+        job.spec.conditional = .init(etag: stored?.etag, lastModified: stored?.lastModified)
       }
     default:
-      spec.spentBefore = spentBefore
+      job.spec.spentBefore = spentBefore
     }
-    var job = TransferJob(spec: spec, dependencies: dependencies, failure: failure)
     job.admission = admission(for: request)
     return job
   }
 
-  /// The request's transfer, and the task whose destination its body goes to (with that
+  /// The request's transfer; `owner` gets the task whose destination its body goes to (with that
   /// destination's absolute path), when it goes to a file.
   func spec(for request: PlannedRequest) -> (TransferSpec, owner: (task: PlannedTask, path: String)?) {
+    var owner: (task: PlannedTask, path: String)?
+    let spec = spec(for: request, owner: &owner)
+    return (spec, owner)
+  }
+
+  private func spec(for request: PlannedRequest, owner: inout (task: PlannedTask, path: String)?) -> TransferSpec {
     let session = plan.session(of: request)
     let tasks = plan.tasks(of: request)
     let first = tasks[0]
@@ -124,7 +131,6 @@ final class JobBuilder: TransferJobSource {
       headers = headers.merged(with: spec.headers)
     }
     let target: TransferSpec.Target
-    var owner: (task: PlannedTask, path: String)?
     let ownerTask = plan.owner(of: request)
     if let task = ownerTask, let path = plan.absoluteDestination(of: task) {
       owner = (task, path)
@@ -182,7 +188,7 @@ final class JobBuilder: TransferJobSource {
     }
     spec.cookieJar = cookieJars[Int(request.session)]
     spec.waitsForConnectivity = session.network.waitsForConnectivity
-    return (spec, owner)
+    return spec
   }
 
   /// Each session's cookie jar: empty for an ephemeral session (cookies in memory only).

@@ -132,9 +132,14 @@ public struct TransferCheckpoint: Sendable {
 public final class Engine {
   /// A job whose turn came: its transfer (changed by retries and redirects), until it ends.
   final class BuiltJob {
-    var spec: TransferSpec
-    let failure: TransferFailure?
-    let admission: (@Sendable () -> Admission)?
+    /// The job as its source made it, kept whole: taking its spec out would copy it.
+    private var job: TransferJob
+    var spec: TransferSpec {
+      get { job.spec }
+      _modify { yield &job.spec }
+    }
+    var failure: TransferFailure? { job.failure }
+    var admission: (@Sendable () -> Admission)? { job.admission }
     /// The URL and its mirrors, for a download that has mirrors.
     let sources: SourceList?
     /// Attempts made on earlier sources: each source has the retries of `spec.retry`.
@@ -150,13 +155,11 @@ public final class Engine {
     /// whatever `segmentsOff` says.
     var repairing = false
 
-    init(_ job: TransferJob) {
-      spec = job.spec
-      failure = job.failure
-      admission = job.admission
+    init(_ job: consuming TransferJob) {
       sources =
         job.spec.mirrors.isEmpty
         ? nil : SourceList([TransferSource(url: job.spec.url, hostKey: job.spec.hostKey)] + job.spec.mirrors)
+      self.job = job
     }
   }
 
@@ -559,29 +562,25 @@ public final class Engine {
     jobs[job].redirects = 0
     jobs[job].transferred += transfer.bodyBytesReceived
     built.sources?.received(transfer.bodyBytesReceived)
-    var outcome = transfer.outcome(code, attempts: jobs[job].attempts)
-    if case .success(var result) = outcome {
-      result.transferred = jobs[job].transferred
+    var outcome = transfer.outcome(code, attempts: jobs[job].attempts, transferred: jobs[job].transferred)
+    if built.sources != nil || built.spec.pieces != nil, !cancelled.isSet, case .success(var result) = outcome {
+      result.sources = built.sources?.used ?? []
       outcome = .success(result)
-      if built.sources != nil || built.spec.pieces != nil, !cancelled.isSet {
-        result.sources = built.sources?.used ?? []
-        outcome = .success(result)
-        let writer = PieceWriter(extent: ByteExtent(start: 0, end: result.size), source: built.sources?.current)
-        switch checkPieces(job, result, writers: [writer], validator: transfer.validator ?? "") {
-        case .repairing:
-          return
-        case .failed(let failure):
-          outcome = .failure(failure)
-        case .verified, .unchecked:
-          if let problem = SourceList.contentProblem(result, spec: built.spec) {
-            if built.sources?.refetchWhole(after: problem, result) ?? false {
-              // Bytes of two sources that do not make the file: fetch it whole from this one.
-              built.spec.resume = nil
-              enqueue(job)
-              return
-            }
-            outcome = .failure(problem)
+      let writer = PieceWriter(extent: ByteExtent(start: 0, end: result.size), source: built.sources?.current)
+      switch checkPieces(job, result, writers: [writer], validator: transfer.validator ?? "") {
+      case .repairing:
+        return
+      case .failed(let failure):
+        outcome = .failure(failure)
+      case .verified, .unchecked:
+        if let problem = SourceList.contentProblem(result, spec: built.spec) {
+          if built.sources?.refetchWhole(after: problem, result) ?? false {
+            // Bytes of two sources that do not make the file: fetch it whole from this one.
+            built.spec.resume = nil
+            enqueue(job)
+            return
           }
+          outcome = .failure(problem)
         }
       }
     }

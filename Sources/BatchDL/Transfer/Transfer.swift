@@ -361,45 +361,53 @@ final class Transfer {
     return count
   }
 
+  // The callbacks borrow the transfer (`_withUnsafeGuaranteedRef`) rather than retain and release
+  // it on every call: libcurl calls them some thirty times for each small file, and the engine
+  // holds the transfer until its handle has left the multi.
+
   private static let writeCallback: ccurl_data_callback = { data, size, count, context in
     guard let context else { return 0 }
-    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
-    return transfer.receive(UnsafeRawBufferPointer(start: data, count: size * count))
+    return Unmanaged<Transfer>.fromOpaque(context)._withUnsafeGuaranteedRef {
+      $0.receive(UnsafeRawBufferPointer(start: data, count: size * count))
+    }
   }
 
   private static let headerCallback: ccurl_data_callback = { data, size, count, context in
     guard let context else { return 0 }
-    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
-    return transfer.headerLine(UnsafeRawBufferPointer(start: data, count: size * count))
+    return Unmanaged<Transfer>.fromOpaque(context)._withUnsafeGuaranteedRef {
+      $0.headerLine(UnsafeRawBufferPointer(start: data, count: size * count))
+    }
   }
 
   private static let readCallback: ccurl_data_callback = { data, size, count, context in
     guard let context, let data else { return Int(ccurl_readfunc_abort) }
-    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
-    return transfer.read(into: UnsafeMutableRawBufferPointer(start: data, count: size * count))
+    return Unmanaged<Transfer>.fromOpaque(context)._withUnsafeGuaranteedRef {
+      $0.read(into: UnsafeMutableRawBufferPointer(start: data, count: size * count))
+    }
   }
 
   private static let seekCallback: ccurl_seek_callback = { context, offset, origin in
     guard let context, origin == SEEK_SET else { return ccurl_seekfunc_cantseek }
-    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
-    transfer.uploadOffset = Int64(offset)
+    Unmanaged<Transfer>.fromOpaque(context)._withUnsafeGuaranteedRef { $0.uploadOffset = Int64(offset) }
     return ccurl_seekfunc_ok
   }
 
   private static let progressCallback: ccurl_xferinfo_callback = { context, _, _, _, sent in
     guard let context else { return 0 }
-    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
-    if sent != transfer.uploaded {
-      transfer.moved += Int64(sent) - transfer.uploaded
-      transfer.uploaded = Int64(sent)
+    Unmanaged<Transfer>.fromOpaque(context)._withUnsafeGuaranteedRef { transfer in
+      if sent != transfer.uploaded {
+        transfer.moved += Int64(sent) - transfer.uploaded
+        transfer.uploaded = Int64(sent)
+      }
     }
     return 0
   }
 
   // MARK: - Outcome
 
-  /// The result of the finished attempt, given libcurl's code for it.
-  func outcome(_ code: CURLcode, attempts: Int) -> Result<TransferResult, TransferFailure> {
+  /// The result of the finished attempt, given libcurl's code for it; `transferred`: the body
+  /// bytes of every attempt of the job, for a result.
+  func outcome(_ code: CURLcode, attempts: Int, transferred: Int64 = 0) -> Result<TransferResult, TransferFailure> {
     if let callbackFailure {
       var failure = callbackFailure
       failure.attempts = attempts
@@ -423,7 +431,8 @@ final class Transfer {
       return .success(
         TransferResult(
           head: head, size: 0, sha256: "", file: nil, body: nil, becameDownload: false, attempts: attempts,
-          effectiveURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? spec.url, notModified: true))
+          effectiveURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? spec.url, notModified: true,
+          transferred: transferred))
     case .error:
       var failure = FailureClassifier.classify(status: head.status, reason: head.reason)
       failure.attempts = attempts
@@ -467,7 +476,7 @@ final class Transfer {
         TransferResult(
           head: head, size: size, sha256: sha256, file: file, body: body, becameDownload: becameDownload,
           attempts: attempts, effectiveURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? spec.url,
-          resumedFrom: resumedFrom))
+          resumedFrom: resumedFrom, transferred: transferred))
     }
   }
 }
