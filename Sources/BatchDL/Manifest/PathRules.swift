@@ -57,6 +57,13 @@ public enum PathRules {
     return segmentLength > 0 && !(segmentLength == dots && dots <= 2)
   }
 
+  /// What `join(base, name)` puts before a `name` that is not empty: `base` with a trailing `/`,
+  /// or nothing when `base` is empty.
+  public static func folderPrefix(_ base: String) -> String {
+    if base.isEmpty || base.hasSuffix("/") { return base }
+    return base + "/"
+  }
+
   /// `base` and `relative` joined; `relative` must already be normalized and relative.
   public static func join(_ base: String, _ relative: String) -> String {
     if base.isEmpty { return relative }

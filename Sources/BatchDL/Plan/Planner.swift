@@ -64,6 +64,8 @@ private struct PlanBuilder {
   var explicitIDs: [(task: Int32, mark: SourceMark)] = []
   var hosts: [String] = []
   var hostIndex: [String: Int32] = [:]
+  /// The host of the last request added (-1 before the first).
+  var lastHost: Int32 = -1
   var afterRefs: [(task: Int32, refs: [TaskReference])] = []
   var resolvedAfter: [Int32: [(task: Int32, ref: TaskReference)]] = [:]
   var merged = 0
@@ -236,6 +238,7 @@ private struct PlanBuilder {
     var lineNumber = 0
     var mergedHere = 0
     let mergedBefore = merged
+    let namePrefix = namePrefix(session: session, folder: folder)
     do {
       let reader = try LineReader(path: path)
       try reader.forEachLine { bytes in
@@ -244,7 +247,7 @@ private struct PlanBuilder {
         let problemsAllowed = problems < maxProblemsPerList
         expandLine(
           bytes, line: lineNumber, file: display, folder: folder, session: session, context: context,
-          after: spec.after, report: problemsAllowed)
+          after: spec.after, report: problemsAllowed, namePrefix: namePrefix)
         if diagnostics.items.count > before || lineHadProblem { problems += 1 }
         lineHadProblem = false
       }
@@ -399,9 +402,27 @@ private struct PlanBuilder {
     return count
   }
 
+  /// What the destination of a list line without a second column starts with, before the URL's
+  /// file name: `resolveDestination` joins the session's `dest`, the entry's folder and the name,
+  /// and that join is the same for every line. Nil when the lines need the general rules: the
+  /// folder is invalid, or a name could hold a secret.
+  func namePrefix(session: Session, folder: String) -> [UInt8]? {
+    guard !redactor.hasSecrets else { return nil }
+    var relative = ""
+    if !folder.isEmpty {
+      guard case .success(let value) = PathRules.normalize(folder + "/", allowAbsolute: false) else { return nil }
+      relative = value
+    }
+    // `join(dest, join(relative, name))` for a name that is not empty.
+    let prefix = PathRules.folderPrefix(session.dest) + PathRules.folderPrefix(relative)
+    // A URL's user-info in a name is masked, and the name rejected: leave those to the general rules.
+    if prefix.utf8.contains(UInt8(ascii: "@")) { return nil }
+    return Array(prefix.utf8)
+  }
+
   mutating func expandLine(
     _ bytes: UnsafeBufferPointer<UInt8>, line: Int, file: String, folder: String, session: Session,
-    context: EntryContext, after: [TaskReference], report: Bool
+    context: EntryContext, after: [TaskReference], report: Bool, namePrefix: [UInt8]?
   ) {
     func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
     // A UTF-8 byte order mark (Windows editors write one) is not part of the first URL.
@@ -417,8 +438,29 @@ private struct PlanBuilder {
     while secondEnd > second, isSpace(bytes[secondEnd - 1]) { secondEnd -= 1 }
 
     let urlBytes = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[start..<end]))
-    let url = String(decoding: urlBytes, as: UTF8.self)
     let mark = SourceMark(file: file, line: line, column: start + 1 - bom)
+    // The usual line: a URL already in normal form and nothing else. Planned on its bytes, without
+    // a String for the URL, its host and its file name (what `resolveDestination` and the general
+    // path below would give it, at a fraction of the cost).
+    if second == secondEnd, let namePrefix, session.mirrors.isEmpty || context.kind != .download,
+      let layout = URLNormalizer.normalLayout(UnsafeBufferPointer(rebasing: bytes[start..<end])),
+      let nameRange = layout.fileName
+    {
+      let url = UnsafeBufferPointer(rebasing: bytes[start..<end])
+      let name = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: url[nameRange]))
+      // A normal path's last segment is never empty, `.`, `..`, nor holds `/` or NUL; `@` could be
+      // user-info to mask: the general path decides.
+      if !name.contains(UInt8(ascii: "@")) {
+        let toRef = namePrefix.withUnsafeBytes { text.append($0, name) }
+        let task = add(
+          context: context, url: urlBytes,
+          authority: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: url[layout.authority])), urlRef: .none,
+          toRef: toRef, idRef: toRef, line: Int32(line), mark: mark, explicitID: false, quiet: !report)
+        if let task, !after.isEmpty { afterRefs.append((task, after)) }
+        return
+      }
+    }
+    let url = String(decoding: urlBytes, as: UTF8.self)
     let normalized: NormalizedURL
     switch normalizer.normalize(url) {
     case .success(let value): normalized = value
@@ -469,12 +511,16 @@ private struct PlanBuilder {
   /// any it has already (tasks sharing a request bring the union of their mirrors).
   mutating func addMirrors(_ mirrors: [NormalizedURL], to request: Int32) {
     for mirror in mirrors {
-      let existing = requests[Int(request)]
-      if text.equals(existing.url, mirror.text) || existing.mirrors.contains(where: { text.equals($0, mirror.text) }) {
-        continue
-      }
-      requests[Int(request)].mirrors.append(text.append(mirror.text))
+      var url = mirror.text
+      url.withUTF8 { addMirror(UnsafeRawBufferPointer($0), to: request) }
     }
+  }
+
+  /// Adds one mirror (a normalized URL's bytes), unless the request has it already.
+  mutating func addMirror(_ url: UnsafeRawBufferPointer, to request: Int32) {
+    let existing = requests[Int(request)]
+    if text.equals(existing.url, url) || existing.mirrors.contains(where: { text.equals($0, url) }) { return }
+    requests[Int(request)].mirrors.append(text.append(url))
   }
 
   /// The destination relative to the manifest's folder, or nil after reporting why there is none.
@@ -536,9 +582,26 @@ private struct PlanBuilder {
     context: EntryContext, normalized: NormalizedURL, urlRef: TextRef, toRef: TextRef, idRef: TextRef, line: Int32,
     mark: SourceMark, explicitID: Bool, quiet: Bool = false, mirrors: [NormalizedURL] = [], content: String? = nil
   ) -> Int32? {
+    var url = normalized.text
+    var authority = normalized.authority
+    return url.withUTF8 { url in
+      authority.withUTF8 { authority in
+        add(
+          context: context, url: UnsafeRawBufferPointer(url), authority: UnsafeRawBufferPointer(authority),
+          urlRef: urlRef, toRef: toRef, idRef: idRef, line: line, mark: mark, explicitID: explicitID, quiet: quiet,
+          mirrors: mirrors, content: content)
+      }
+    }
+  }
+
+  /// `add` with the normalized URL and its authority (host and port) as UTF-8 bytes.
+  mutating func add(
+    context: EntryContext, url: UnsafeRawBufferPointer, authority: UnsafeRawBufferPointer, urlRef: TextRef,
+    toRef: TextRef, idRef: TextRef, line: Int32, mark: SourceMark, explicitID: Bool, quiet: Bool = false,
+    mirrors: [NormalizedURL] = [], content: String? = nil
+  ) -> Int32? {
     var hasher = context.prefix
-    var normalizedText = normalized.text
-    normalizedText.withUTF8 { hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+    hasher.update(bufferPointer: url)
     let key = hasher.finalize().withUnsafeBytes { raw in
       RequestKey(
         high: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
@@ -558,7 +621,9 @@ private struct PlanBuilder {
     // A destination (or, for data tasks without one, a URL id) names one task.
     if !toRef.isNone || !explicitID {
       let nameRef = toRef.isNone ? idRef : toRef
-      if let other = lookupDestination(nameRef, isDestination: !toRef.isNone) {
+      // Hashed once for the lookup and the insertion.
+      let nameHash = toRef.isNone ? 0 : text.hash(toRef)
+      if let other = lookupDestination(nameRef, isDestination: !toRef.isNone, hash: nameHash) {
         let previous = tasks[Int(other)]
         let sameRequest = existingRequest != nil && previous.request == existingRequest
         // Both with default ids: a destination, or the URL of a data task without `to:` (only those are
@@ -596,7 +661,7 @@ private struct PlanBuilder {
         }
         return nil
       }
-      insertDestination(nameRef, task: taskIndex, isDestination: !toRef.isNone)
+      insertDestination(nameRef, task: taskIndex, isDestination: !toRef.isNone, hash: nameHash)
     }
 
     let requestNumber: Int32
@@ -609,12 +674,13 @@ private struct PlanBuilder {
       if context.priority < requests[Int(existingRequest)].priority {
         requests[Int(existingRequest)].priority = context.priority
       }
-      addMirrors((sameContent ? [normalized] : []) + mirrors, to: existingRequest)
+      if sameContent { addMirror(url, to: existingRequest) }
+      addMirrors(mirrors, to: existingRequest)
     } else {
       requestNumber = Int32(requests.count)
       requestIndex.insert(requestNumber, hash: key.low) { [requests] in requests[Int($0)].key.low }
-      let host = internHost(normalized.authority)
-      let requestURL = text.equals(urlRef, normalized.text) ? urlRef : text.append(normalized.text)
+      let host = internHost(authority)
+      let requestURL = text.equals(urlRef, url) ? urlRef : text.append(url)
       requests.append(
         PlannedRequest(
           key: key, method: context.method, url: requestURL, host: host, session: context.session,
@@ -631,25 +697,37 @@ private struct PlanBuilder {
     return taskIndex
   }
 
-  mutating func internHost(_ authority: String) -> Int32 {
-    if let index = hostIndex[authority] { return index }
+  mutating func internHost(_ authority: UnsafeRawBufferPointer) -> Int32 {
+    // Consecutive requests mostly share their host: compare with the last one before making a
+    // String to look up.
+    if lastHost >= 0 {
+      var last = hosts[Int(lastHost)]
+      if last.withUTF8({ bytesEqual(UnsafeRawBufferPointer($0), authority) }) { return lastHost }
+    }
+    let name = String(decoding: authority, as: UTF8.self)
+    if let index = hostIndex[name] {
+      lastHost = index
+      return index
+    }
     let index = Int32(hosts.count)
-    hosts.append(authority)
-    hostIndex[authority] = index
+    hosts.append(name)
+    hostIndex[name] = index
+    lastHost = index
     return index
   }
 
-  func lookupDestination(_ ref: TextRef, isDestination: Bool) -> Int32? {
+  /// `hash` is `text.hash(ref)` for a destination (unused for an id).
+  func lookupDestination(_ ref: TextRef, isDestination: Bool, hash: UInt64) -> Int32? {
     if !isDestination { return namedIDs[text.string(ref)] }
-    return destinations.find(hash: text.hash(ref)) { [text, tasks] in text.equals(tasks[Int($0)].to, ref) }
+    return destinations.find(hash: hash) { [text, tasks] in text.equals(tasks[Int($0)].to, ref) }
   }
 
-  mutating func insertDestination(_ ref: TextRef, task: Int32, isDestination: Bool) {
+  mutating func insertDestination(_ ref: TextRef, task: Int32, isDestination: Bool, hash: UInt64) {
     if !isDestination {
       namedIDs[text.string(ref)] = task
       return
     }
-    destinations.insert(task, hash: text.hash(ref)) { [text, tasks] in text.hash(tasks[Int($0)].to) }
+    destinations.insert(task, hash: hash) { [text, tasks] in text.hash(tasks[Int($0)].to) }
   }
 
   /// The task whose destination is `path`.
@@ -775,7 +853,11 @@ private struct PlanBuilder {
       text.withBytes(task.to) { bytes in
         guard var end = bytes.lastIndex(of: 0x2F) else { return }
         // Consecutive tasks usually share a folder: skip the set when this one repeats the last.
-        if bytes.count > 0, end == previousParent.count, bytes.prefix(end).elementsEqual(previousParent) { return }
+        if bytes.count > 0, end == previousParent.count,
+          previousParent.withUnsafeBytes({ bytesEqual(UnsafeRawBufferPointer(rebasing: bytes.prefix(end)), $0) })
+        {
+          return
+        }
         previousParent = Array(bytes.prefix(end))
         while end > 0 {
           let folder = String(decoding: bytes.prefix(end), as: UTF8.self)
@@ -803,19 +885,21 @@ private struct PlanBuilder {
     let count = requests.count
     var indegree = [Int32](repeating: 0, count: count)
     var dependents: [Int32: [Int32]] = [:]
-    for (index, request) in requests.enumerated() where !request.dependencies.isEmpty {
-      indegree[index] = Int32(request.dependencies.count)
-      for dependency in request.dependencies { dependents[dependency, default: []].append(Int32(index)) }
+    // By index rather than by element: each element would be a copy of the request.
+    for index in requests.indices where !requests[index].dependencies.isEmpty {
+      indegree[index] = Int32(requests[index].dependencies.count)
+      for dependency in requests[index].dependencies { dependents[dependency, default: []].append(Int32(index)) }
     }
-    var queues = [HostRoundRobin](repeating: HostRoundRobin(), count: 3)
-    for (index, request) in requests.enumerated() where indegree[index] == 0 {
-      queues[request.priority.rank].push(Int32(index), host: request.host)
+    var queues = [HostRoundRobin](repeating: HostRoundRobin(hostCount: hosts.count), count: 3)
+    for index in requests.indices where indegree[index] == 0 {
+      queues[requests[index].priority.rank].push(Int32(index), host: requests[index].host)
     }
     var order: [Int32] = []
     order.reserveCapacity(count)
     while true {
       guard let rank = queues.firstIndex(where: { !$0.isEmpty }), let next = queues[rank].pop() else { break }
       order.append(next)
+      if dependents.isEmpty { continue }
       for dependent in dependents[next] ?? [] {
         indegree[Int(dependent)] -= 1
         if indegree[Int(dependent)] == 0 {
@@ -876,28 +960,35 @@ private struct PlanBuilder {
 
 /// Ready requests of one priority: one FIFO per host, hosts served in turn.
 private struct HostRoundRobin {
-  var perHost: [Int32: [Int32]] = [:]
-  var heads: [Int32: Int] = [:]
+  /// Indexed by host (hosts are numbered densely from 0): no hashing per request.
+  var perHost: [[Int32]]
+  var heads: [Int]
   var rotation: [Int32] = []
   var rotationHead = 0
+
+  init(hostCount: Int) {
+    perHost = Array(repeating: [], count: hostCount)
+    heads = Array(repeating: 0, count: hostCount)
+  }
 
   var isEmpty: Bool { rotationHead >= rotation.count }
 
   mutating func push(_ request: Int32, host: Int32) {
-    let queued = perHost[host, default: []].count - heads[host, default: 0]
-    perHost[host, default: []].append(request)
+    let queued = perHost[Int(host)].count - heads[Int(host)]
+    perHost[Int(host)].append(request)
     if queued == 0 { rotation.append(host) }
   }
 
   mutating func pop() -> Int32? {
     guard rotationHead < rotation.count else { return nil }
-    let host = rotation[rotationHead]
+    let host = Int(rotation[rotationHead])
     rotationHead += 1
-    let head = heads[host, default: 0]
-    guard let queue = perHost[host], head < queue.count else { return nil }
+    let head = heads[host]
+    guard head < perHost[host].count else { return nil }
+    let next = perHost[host][head]
     heads[host] = head + 1
-    if head + 1 < queue.count {
-      rotation.append(host)
+    if head + 1 < perHost[host].count {
+      rotation.append(Int32(host))
     } else {
       perHost[host] = []
       heads[host] = 0
@@ -906,7 +997,7 @@ private struct HostRoundRobin {
       rotation.removeFirst(rotationHead)
       rotationHead = 0
     }
-    return queue[head]
+    return next
   }
 }
 

@@ -31,17 +31,32 @@ public struct TextArena: Sendable {
 
   /// Stores `bytes` (UTF-8) and returns its reference.
   public mutating func append(_ bytes: UnsafeRawBufferPointer) -> TextRef {
-    let count = bytes.count
+    let index = chunkWithRoom(for: bytes.count)
+    let offset = chunks[index].count
+    chunks[index].append(contentsOf: bytes)
+    return TextRef(chunk: UInt32(index), offset: UInt32(offset), length: UInt32(bytes.count))
+  }
+
+  /// Stores `first` followed by `second` as one text (a folder and a file name, without joining
+  /// them in a String first).
+  public mutating func append(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> TextRef {
+    let count = first.count + second.count
+    let index = chunkWithRoom(for: count)
+    let offset = chunks[index].count
+    chunks[index].append(contentsOf: first)
+    chunks[index].append(contentsOf: second)
+    return TextRef(chunk: UInt32(index), offset: UInt32(offset), length: UInt32(count))
+  }
+
+  /// The chunk that `count` more bytes go to: the last one, or a new one when they do not fit.
+  private mutating func chunkWithRoom(for count: Int) -> Int {
     if chunks.isEmpty || chunks[chunks.count - 1].count + count > max(Self.chunkSize, chunks[chunks.count - 1].capacity)
     {
       var chunk: [UInt8] = []
       chunk.reserveCapacity(max(Self.chunkSize, count))
       chunks.append(chunk)
     }
-    let index = chunks.count - 1
-    let offset = chunks[index].count
-    chunks[index].append(contentsOf: bytes)
-    return TextRef(chunk: UInt32(index), offset: UInt32(offset), length: UInt32(count))
+    return chunks.count - 1
   }
 
   /// The text `ref` names; "" for `.none`.
@@ -102,6 +117,11 @@ public struct TextArena: Sendable {
     }
     return value
   }
+}
+
+/// Whether two byte buffers hold the same bytes.
+func bytesEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+  a.count == b.count && memcmpEqual(a.baseAddress, b.baseAddress, a.count)
 }
 
 private func memcmpEqual(_ a: UnsafeRawPointer?, _ b: UnsafeRawPointer?, _ count: Int) -> Bool {

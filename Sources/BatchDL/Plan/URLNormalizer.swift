@@ -116,104 +116,13 @@ public final class URLNormalizer {
   static func alreadyNormal(_ url: String) -> NormalizedURL? {
     var url = url
     return url.withUTF8 { bytes -> NormalizedURL? in
-      let scheme: String
-      var index: Int
-      if Self.hasPrefix(bytes, "http://") {
-        scheme = "http"
-        index = 7
-      } else if Self.hasPrefix(bytes, "https://") {
-        scheme = "https"
-        index = 8
-      } else {
-        return nil
+      guard let layout = normalLayout(bytes) else { return nil }
+      let authority = String(decoding: UnsafeBufferPointer(rebasing: bytes[layout.authority]), as: UTF8.self)
+      let fileName = layout.fileName.map {
+        String(decoding: UnsafeBufferPointer(rebasing: bytes[$0]), as: UTF8.self)
       }
-      // Host: labels of [a-z0-9-], none empty.
-      let hostStart = index
-      var labelLength = 0
-      var allLabelsNumeric = true
-      var labelStartsWithDigit = false
-      var labelCount = 0
-      while index < bytes.count {
-        let byte = bytes[index]
-        if byte == UInt8(ascii: ".") {
-          guard labelLength > 0 else { return nil }
-          if !labelStartsWithDigit { allLabelsNumeric = false }
-          labelCount += 1
-          labelLength = 0
-        } else if (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || byte == UInt8(ascii: "-")
-          || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
-        {
-          if labelLength == 0 { labelStartsWithDigit = byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
-          labelLength += 1
-        } else {
-          break
-        }
-        index += 1
-      }
-      guard labelLength > 0 else { return nil }
-      if !labelStartsWithDigit { allLabelsNumeric = false }
-      labelCount += 1
-      let hostEnd = index
-      guard hostEnd - hostStart <= 253 else { return nil }
-      // A host whose labels all start with a digit may be an IPv4 address in another spelling
-      // (`127.1`, `0x7f.0.0.1`): only the canonical dotted quad stays here.
-      if allLabelsNumeric {
-        guard labelCount == 4, Self.isDottedQuad(UnsafeBufferPointer(rebasing: bytes[hostStart..<hostEnd])) else {
-          return nil
-        }
-      }
-      // Port: digits without a leading zero, 1...65535, not the scheme's default.
-      if index < bytes.count && bytes[index] == UInt8(ascii: ":") {
-        index += 1
-        var port = 0
-        let portStart = index
-        while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
-          port = port * 10 + Int(bytes[index] - UInt8(ascii: "0"))
-          index += 1
-          guard index - portStart <= 5 else { return nil }
-        }
-        guard index > portStart, bytes[portStart] != UInt8(ascii: "0"), port <= 65535,
-          port != (scheme == "http" ? 80 : 443)
-        else { return nil }
-      }
-      let authorityEnd = index
-      // Path and query.
-      guard index < bytes.count, bytes[index] == UInt8(ascii: "/") else { return nil }
-      var pathEnd = bytes.count
-      var segmentLength = 0
-      var dots = 0
-      var lastSlash = index
-      while index < bytes.count {
-        let byte = bytes[index]
-        if byte == UInt8(ascii: "?") {
-          pathEnd = index
-          break
-        }
-        guard Self.isPlainPathByte(byte) else { return nil }
-        if byte == UInt8(ascii: "/") {
-          if segmentLength > 0 && segmentLength == dots && dots <= 2 { return nil }
-          segmentLength = 0
-          dots = 0
-          lastSlash = index
-        } else {
-          segmentLength += 1
-          if byte == UInt8(ascii: ".") { dots += 1 }
-        }
-        index += 1
-      }
-      if segmentLength > 0 && segmentLength == dots && dots <= 2 { return nil }
-      if pathEnd < bytes.count {
-        // A query: not empty, and plain bytes (a `?` among them is allowed).
-        guard pathEnd + 1 < bytes.count else { return nil }
-        for byte in bytes[(pathEnd + 1)...] where byte != UInt8(ascii: "?") && !Self.isPlainPathByte(byte) {
-          return nil
-        }
-      }
-      let authority = String(decoding: UnsafeBufferPointer(rebasing: bytes[hostStart..<authorityEnd]), as: UTF8.self)
-      let fileName =
-        lastSlash + 1 < pathEnd
-        ? String(decoding: UnsafeBufferPointer(rebasing: bytes[(lastSlash + 1)..<pathEnd]), as: UTF8.self) : nil
-      return NormalizedURL(text: "", scheme: scheme, authority: authority, fileName: fileName)
+      return NormalizedURL(
+        text: "", scheme: layout.isHTTPS ? "https" : "http", authority: authority, fileName: fileName)
     }.map {
       // The URL is its own normal form: share its storage rather than copy it.
       var normal = $0
@@ -222,10 +131,120 @@ public final class URLNormalizer {
     }
   }
 
+  /// Where the parts of a URL already in normal form lie in its bytes (see `alreadyNormal`).
+  struct NormalLayout {
+    var isHTTPS: Bool
+    /// The host and non-default port.
+    var authority: Range<Int>
+    /// The last path segment, when not empty.
+    var fileName: Range<Int>?
+  }
+
+  /// The layout of `bytes` when they are a URL in normal form (the rules of `alreadyNormal`), else
+  /// nil. The planner reads `list:` lines with it without making a String of each URL.
+  static func normalLayout(_ bytes: UnsafeBufferPointer<UInt8>) -> NormalLayout? {
+    let isHTTPS: Bool
+    var index: Int
+    if Self.hasPrefix(bytes, "http://") {
+      isHTTPS = false
+      index = 7
+    } else if Self.hasPrefix(bytes, "https://") {
+      isHTTPS = true
+      index = 8
+    } else {
+      return nil
+    }
+    // Host: labels of [a-z0-9-], none empty.
+    let hostStart = index
+    var labelLength = 0
+    var allLabelsNumeric = true
+    var labelStartsWithDigit = false
+    var labelCount = 0
+    while index < bytes.count {
+      let byte = bytes[index]
+      if byte == UInt8(ascii: ".") {
+        guard labelLength > 0 else { return nil }
+        if !labelStartsWithDigit { allLabelsNumeric = false }
+        labelCount += 1
+        labelLength = 0
+      } else if (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || byte == UInt8(ascii: "-")
+        || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+      {
+        if labelLength == 0 { labelStartsWithDigit = byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+        labelLength += 1
+      } else {
+        break
+      }
+      index += 1
+    }
+    guard labelLength > 0 else { return nil }
+    if !labelStartsWithDigit { allLabelsNumeric = false }
+    labelCount += 1
+    let hostEnd = index
+    guard hostEnd - hostStart <= 253 else { return nil }
+    // A host whose labels all start with a digit may be an IPv4 address in another spelling
+    // (`127.1`, `0x7f.0.0.1`): only the canonical dotted quad stays here.
+    if allLabelsNumeric {
+      guard labelCount == 4, Self.isDottedQuad(UnsafeBufferPointer(rebasing: bytes[hostStart..<hostEnd])) else {
+        return nil
+      }
+    }
+    // Port: digits without a leading zero, 1...65535, not the scheme's default.
+    if index < bytes.count && bytes[index] == UInt8(ascii: ":") {
+      index += 1
+      var port = 0
+      let portStart = index
+      while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+        port = port * 10 + Int(bytes[index] - UInt8(ascii: "0"))
+        index += 1
+        guard index - portStart <= 5 else { return nil }
+      }
+      guard index > portStart, bytes[portStart] != UInt8(ascii: "0"), port <= 65535,
+        port != (isHTTPS ? 443 : 80)
+      else { return nil }
+    }
+    let authorityEnd = index
+    // Path and query.
+    guard index < bytes.count, bytes[index] == UInt8(ascii: "/") else { return nil }
+    var pathEnd = bytes.count
+    var segmentLength = 0
+    var dots = 0
+    var lastSlash = index
+    while index < bytes.count {
+      let byte = bytes[index]
+      if byte == UInt8(ascii: "?") {
+        pathEnd = index
+        break
+      }
+      guard Self.isPlainPathByte(byte) else { return nil }
+      if byte == UInt8(ascii: "/") {
+        if segmentLength > 0 && segmentLength == dots && dots <= 2 { return nil }
+        segmentLength = 0
+        dots = 0
+        lastSlash = index
+      } else {
+        segmentLength += 1
+        if byte == UInt8(ascii: ".") { dots += 1 }
+      }
+      index += 1
+    }
+    if segmentLength > 0 && segmentLength == dots && dots <= 2 { return nil }
+    if pathEnd < bytes.count {
+      // A query: not empty, and plain bytes (a `?` among them is allowed).
+      guard pathEnd + 1 < bytes.count else { return nil }
+      for byte in bytes[(pathEnd + 1)...] where byte != UInt8(ascii: "?") && !Self.isPlainPathByte(byte) {
+        return nil
+      }
+    }
+    return NormalLayout(
+      isHTTPS: isHTTPS, authority: hostStart..<authorityEnd,
+      fileName: lastSlash + 1 < pathEnd ? (lastSlash + 1)..<pathEnd : nil)
+  }
+
   private static func hasPrefix(_ bytes: UnsafeBufferPointer<UInt8>, _ prefix: StaticString) -> Bool {
     guard bytes.count >= prefix.utf8CodeUnitCount else { return false }
-    let expected = UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
-    return zip(bytes, expected).allSatisfy { $0 == $1 }
+    guard let start = bytes.baseAddress else { return false }
+    return memcmp(start, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0
   }
 
   /// Four decimal numbers 0...255 without leading zeros, separated by dots.

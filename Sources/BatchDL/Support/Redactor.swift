@@ -62,6 +62,9 @@ public struct Redactor: Sendable {
     return String(decoding: out, as: UTF8.self)
   }
 
+  /// Whether there are secret values to mask (without them, `text` masks only URL user-info).
+  public var hasSecrets: Bool { !secrets.isEmpty }
+
   /// `text` with every known secret value, in any of its spellings, replaced by its `${NAME}`. When
   /// a secret is still there once `%XX` sequences are decoded (a mix of encoded and literal bytes),
   /// the decoded text is masked instead.
