@@ -1,6 +1,7 @@
 import Crypto
 import Dispatch
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -39,25 +40,31 @@ final class FileSink: BodySink, @unchecked Sendable {
   /// Offset of the next write, advanced by whichever side writes (inline, then only the queue).
   private var written: Int64 = 0
   private var queue: DispatchQueue?
-  private let lock = NSLock()
-  private var writeError: TransferFailure?
   private let inlineLimit: Int64 = 1 << 20
+
+  /// What the engine thread shares with the sink's queues. A `Mutex` rather than an `NSLock`,
+  /// and the semaphore made with the queue: every small file has a sink, and the lock and the
+  /// semaphore of each cost more to make and free than its body to hold (bench/callgrind).
+  private struct Shared {
+    var writeError: TransferFailure?
+    /// Buffers not in flight; `available` counts them.
+    var spare: [UnsafeMutableRawBufferPointer] = []
+    var allocated = 0
+    /// Bytes known to be on disk: written and `fdatasync`ed.
+    var synced: Int64 = 0
+    /// Bytes handed to the kernel with `pwrite` (`written` is the writer's own copy).
+    var stored: Int64 = 0
+    var syncPending = false
+  }
+  private let shared = Mutex(Shared())
 
   private static let bufferSize = 256 << 10
   private static let bufferCount = 8
-  /// Buffers not in flight (guarded by `lock`); `available` counts them.
-  private var spare: [UnsafeMutableRawBufferPointer] = []
-  private var allocated = 0
-  private let available = DispatchSemaphore(value: FileSink.bufferCount)
+  /// Made with `queue`, before any buffer is taken.
+  private var available: DispatchSemaphore?
   /// The buffer being filled on the engine thread.
   private var current: UnsafeMutableRawBufferPointer?
   private var filled = 0
-
-  /// Bytes known to be on disk: written and `fdatasync`ed (guarded by `lock`).
-  private var synced: Int64 = 0
-  /// Bytes handed to the kernel with `pwrite` (guarded by `lock`; `written` is the writer's own copy).
-  private var stored: Int64 = 0
-  private var syncPending = false
 
   /// Creates (or truncates) `path`, never following a symlink there. With `offset` > 0 the file's
   /// first `offset` bytes are kept (anything after them is cut off), hashed first, and the body
@@ -81,8 +88,10 @@ final class FileSink: BodySink, @unchecked Sendable {
     descriptor = fd
     count = offset
     written = offset
-    stored = offset
-    synced = offset
+    shared.withLock {
+      $0.stored = offset
+      $0.synced = offset
+    }
     // Hash the kept bytes on the sink's queue, before anything the network brings.
     let queue = DispatchQueue(label: "batchdl.sink")
     self.queue = queue
@@ -113,9 +122,7 @@ final class FileSink: BodySink, @unchecked Sendable {
         SystemCalls.preadRetrying(descriptor, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: position)
       }
       guard got > 0 else {
-        lock.lock()
-        writeError = FileSink.failure(errno: got < 0 ? errno : EIO, doing: "read back \(path)")
-        lock.unlock()
+        setFailure(FileSink.failure(errno: got < 0 ? errno : EIO, doing: "read back \(path)"))
         return
       }
       buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<got])) }
@@ -124,40 +131,30 @@ final class FileSink: BodySink, @unchecked Sendable {
   }
 
   /// Bytes handed to the kernel with `pwrite` (a segmented download's sync covers them).
-  var handedOver: Int64 {
-    lock.lock()
-    defer { lock.unlock() }
-    return stored
-  }
+  var handedOver: Int64 { shared.withLock { $0.stored } }
 
   /// Bytes known to be on disk (for checkpoints).
-  var durable: Int64 {
-    lock.lock()
-    defer { lock.unlock() }
-    return synced
-  }
+  var durable: Int64 { shared.withLock { $0.synced } }
 
   /// Asks for everything written so far to reach the disk, without blocking the engine: the sink's
   /// queue hands its current buffer over, `fdatasync`s after the writes before it, then moves
   /// `durable`. At most one request is pending at a time.
   func requestSync() {
     guard held == nil else { return }
-    lock.lock()
-    let pending = syncPending
-    syncPending = true
-    lock.unlock()
+    let pending = shared.withLock { state in
+      defer { state.syncPending = true }
+      return state.syncPending
+    }
     guard !pending else { return }
     // On a queue of its own, so that the writes go on while the disk catches up: what was
     // written before `fdatasync` starts is on disk when it returns.
     DispatchQueue.global(qos: .utility).async {
-      self.lock.lock()
-      let target = self.stored
-      self.lock.unlock()
+      let target = self.shared.withLock { $0.stored }
       let ok = fdatasync(self.descriptor) == 0
-      self.lock.lock()
-      if ok { self.synced = max(self.synced, target) }
-      self.syncPending = false
-      self.lock.unlock()
+      self.shared.withLock { state in
+        if ok { state.synced = max(state.synced, target) }
+        state.syncPending = false
+      }
     }
   }
 
@@ -168,9 +165,7 @@ final class FileSink: BodySink, @unchecked Sendable {
     queue?.sync {}
     let target = count
     if fdatasync(descriptor) == 0 {
-      lock.lock()
-      synced = max(synced, target)
-      lock.unlock()
+      shared.withLock { $0.synced = max($0.synced, target) }
     }
     return durable
   }
@@ -182,16 +177,12 @@ final class FileSink: BodySink, @unchecked Sendable {
     if let current {
       current.deallocate()
       // Give back the buffer's slot: libdispatch traps when a semaphore is freed below its start.
-      available.signal()
+      available?.signal()
     }
-    for buffer in spare { buffer.deallocate() }
+    for buffer in shared.withLock({ $0.spare }) { buffer.deallocate() }
   }
 
-  var failure: TransferFailure? {
-    lock.lock()
-    defer { lock.unlock() }
-    return writeError
-  }
+  var failure: TransferFailure? { shared.withLock { $0.writeError } }
 
   static func failure(errno code: Int32, doing what: String) -> TransferFailure {
     let reason = String(cString: strerror(code))
@@ -224,7 +215,10 @@ final class FileSink: BodySink, @unchecked Sendable {
     if queue == nil && count <= inlineLimit {
       return store(bytes)
     }
-    if queue == nil { queue = DispatchQueue(label: "batchdl.sink") }
+    if queue == nil {
+      available = DispatchSemaphore(value: FileSink.bufferCount)
+      queue = DispatchQueue(label: "batchdl.sink")
+    }
     var offset = 0
     while offset < bytes.count {
       let buffer = current ?? takeBuffer()
@@ -241,12 +235,12 @@ final class FileSink: BodySink, @unchecked Sendable {
   }
 
   private func takeBuffer() -> UnsafeMutableRawBufferPointer {
-    available.wait()
-    lock.lock()
-    defer { lock.unlock() }
-    if let buffer = spare.popLast() { return buffer }
-    allocated += 1
-    return .allocate(byteCount: Self.bufferSize, alignment: 64)
+    available?.wait()
+    return shared.withLock { state in
+      if let buffer = state.spare.popLast() { return buffer }
+      state.allocated += 1
+      return .allocate(byteCount: Self.bufferSize, alignment: 64)
+    }
   }
 
   /// Hands the current buffer to the queue.
@@ -257,10 +251,8 @@ final class FileSink: BodySink, @unchecked Sendable {
     filled = 0
     queue.async {
       self.store(UnsafeRawBufferPointer(rebasing: chunk.buffer[0..<chunk.length]))
-      self.lock.lock()
-      self.spare.append(chunk.buffer)
-      self.lock.unlock()
-      self.available.signal()
+      self.shared.withLock { $0.spare.append(chunk.buffer) }
+      self.available?.signal()
     }
   }
 
@@ -271,9 +263,7 @@ final class FileSink: BodySink, @unchecked Sendable {
   }
 
   private func setFailure(_ failure: TransferFailure) {
-    lock.lock()
-    writeError = failure
-    lock.unlock()
+    shared.withLock { $0.writeError = failure }
   }
 
   /// Writes and hashes on whichever thread owns the file at the moment.
@@ -288,9 +278,8 @@ final class FileSink: BodySink, @unchecked Sendable {
   private func put(_ bytes: UnsafeRawBufferPointer) -> Bool {
     let fits = SystemCalls.pwriteAll(descriptor, bytes, at: written) { count in
       written += Int64(count)
-      lock.lock()
-      stored = written
-      lock.unlock()
+      let written = written
+      shared.withLock { $0.stored = written }
     }
     if !fits { setFailure(FileSink.failure(errno: errno, doing: "write \(path)")) }
     return fits
