@@ -39,18 +39,27 @@ final class FilePlacer {
   /// returns the folder.
   @discardableResult
   func prepare(_ path: String, for task: PlannedTask) throws(TransferFailure) -> String {
-    // Folders already made and checked in this run need neither again (10,000 files, one folder).
+    // Folders already made and checked in this run need neither again (10,000 files, one folder);
+    // the last one is told by comparing bytes, without making the folder's path.
+    if let lastPrepared, FileAccess.isEntry(path, of: lastPrepared) { return lastPrepared }
     let parent = FileAccess.directory(of: path)
-    if preparedFolders.contains(parent) { return parent }
+    if preparedFolders.contains(parent) {
+      lastPrepared = parent
+      return parent
+    }
     let session = plan.manifest.sessions[Int(task.session)]
     let root = FileAccess.resolve(session.dest.isEmpty ? "." : session.dest, against: plan.manifest.absoluteDirectory)
     try Self.prepare(path: path, root: root)
     preparedFolders.insert(parent)
+    lastPrepared = parent
     return parent
   }
 
   /// Folders made and checked (inside their session's dest) in this run.
   private var preparedFolders: Set<String> = []
+
+  /// The folder `prepare` last returned.
+  private var lastPrepared: String?
 
   /// The folder small files were last written to, held open (relay thread only).
   private var lastFolder: OpenFolder?

@@ -12,7 +12,7 @@ final class StateRecorder {
   private var store: StateStore?
   private var prior = PriorState()
   private var warn: (String) -> Void = { _ in }
-  private var pendingResults: [StoredResult] = []
+  private var pendingResults = ResultBatch()
   private var pendingRemovals: [String] = []
   private var pendingBudgets: [(key: String, spent: Int64, attempts: Int)] = []
   private var lastFlush = Engine.now()
@@ -39,11 +39,13 @@ final class StateRecorder {
 
   /// Whether a request's outcome is recorded: a state folder is open and its session is not ephemeral.
   func persists(_ request: PlannedRequest) -> Bool {
-    store != nil && plan.session(of: request).kind != .ephemeral
+    store != nil && plan.manifest.sessions[Int(request.session)].kind != .ephemeral
   }
 
   /// Whether a checkpoint (an earlier run's or this one's) can continue the request's partial file.
   func hasCheckpoint(_ request: PlannedRequest) -> Bool {
+    // Most runs have none: the key's text is only made to look one up.
+    guard !prior.checkpoints.isEmpty || !checkpointed.isEmpty else { return false }
     let key = request.key.description
     return prior.checkpoints[key] != nil || checkpointed.contains(key)
   }
@@ -77,17 +79,22 @@ final class StateRecorder {
   ) {
     guard persists(request) else { return }
     let destination = path ?? plan.absoluteDestination(of: task)
-    let info = result.outcome == .completed ? written ?? destination.flatMap(FileAccess.status) : nil
-    let taskID = plan.id(of: task)
-    let previous = prior.results[taskID]
-    pendingResults.append(
-      StoredResult(
-        taskID: taskID, requestKey: request.key.description, destination: destination,
-        outcome: result.outcome.rawValue, status: result.status, size: result.size, sha256: result.sha256,
-        etag: head?.strongETag ?? (result.outcome == .completed ? previous?.etag : nil),
-        lastModified: head?["last-modified"] ?? (result.outcome == .completed ? previous?.lastModified : nil),
-        fileSize: info?.size, fileModified: info?.modified, errorCode: result.error?.code,
-        errorMessage: result.error?.message))
+    let completed = result.outcome == .completed
+    let info = completed ? written ?? destination.flatMap(FileAccess.status) : nil
+    let etag = head?.strongETag
+    let lastModified = head?["last-modified"]
+    // A completed task keeps the validators of its last result when the response has none.
+    let previous = completed && (etag == nil || lastModified == nil) ? prior.results.entry(for: task, in: plan) : nil
+    // The row's text goes into the batch's buffer: no String is made for the id and the key.
+    let row = ResultBatch.Row(
+      taskID: plan.text.withBytes(task.id) { pendingResults.text($0) }, requestKey: pendingResults.text(request.key),
+      destination: pendingResults.text(destination), outcome: pendingResults.text(result.outcome.rawValue),
+      status: result.status.map { Int64($0) }, size: result.size, sha256: pendingResults.text(result.sha256),
+      etag: pendingResults.text(etag ?? previous.flatMap(prior.results.etag(of:))),
+      lastModified: pendingResults.text(lastModified ?? previous.flatMap(prior.results.lastModified(of:))),
+      fileSize: info?.size, fileModified: info?.modified, errorCode: pendingResults.text(result.error?.code),
+      errorMessage: pendingResults.text(result.error?.message))
+    pendingResults.append(row)
   }
 
   /// Records the time a request that did not finish has spent, across runs (ms).
@@ -99,6 +106,7 @@ final class StateRecorder {
   /// A request finished: its checkpoint and budget go (only a request that has some has rows to
   /// remove, and most have none).
   func finished(_ request: PlannedRequest) {
+    guard !prior.checkpoints.isEmpty || !prior.budgets.isEmpty || !checkpointed.isEmpty else { return }
     let key = request.key.description
     if prior.checkpoints[key] != nil || prior.budgets[key] != nil || checkpointed.contains(key) {
       pendingRemovals.append(key)
@@ -117,7 +125,7 @@ final class StateRecorder {
       warn("warning: cannot record results in the state folder: \(error)")
     }
     pendingResults.removeAll()
-    pendingRemovals.removeAll()
-    pendingBudgets.removeAll()
+    pendingRemovals.removeAll(keepingCapacity: true)
+    pendingBudgets.removeAll(keepingCapacity: true)
   }
 }

@@ -131,6 +131,48 @@ final class SQLiteDatabase {
       return (bound ?? nil) ?? sqlite3_bind_text(statement, position, text, -1, csqlite_transient())
     }
 
+    /// Binds `?position` to text that SQLite reads where it lies, without copying it: the bytes must
+    /// stay where they are until the statement has run and its bindings are cleared (`reset()`).
+    /// Nil binds NULL.
+    func bind(borrowing text: UnsafeRawBufferPointer?, at position: Int32) throws(SQLiteError) {
+      let code: Int32
+      if let text, let start = text.baseAddress {
+        // A nil destructor is SQLITE_STATIC: SQLite keeps the pointer instead of a copy.
+        code = sqlite3_bind_text(
+          statement, position, start.assumingMemoryBound(to: CChar.self), Int32(text.count), nil)
+      } else if text != nil {
+        code = sqlite3_bind_text(statement, position, "", 0, csqlite_transient())
+      } else {
+        code = sqlite3_bind_null(statement, position)
+      }
+      guard code == SQLITE_OK else { throw database.error(code) }
+    }
+
+    /// Binds `?position` to a number; nil binds NULL.
+    func bind(_ number: Int64?, at position: Int32) throws(SQLiteError) {
+      let code = number.map { sqlite3_bind_int64(statement, position, $0) } ?? sqlite3_bind_null(statement, position)
+      guard code == SQLITE_OK else { throw database.error(code) }
+    }
+
+    /// Binds `?position` to a copy of `text`.
+    func bind(_ text: String, at position: Int32) throws(SQLiteError) {
+      let code = Self.bind(text, at: position, in: statement)
+      guard code == SQLITE_OK else { throw database.error(code) }
+    }
+
+    /// Steps to the end of the values bound one by one (for INSERT, UPDATE, DELETE), then resets the
+    /// statement for the next values; the bindings stay.
+    func runBound() throws(SQLiteError) {
+      defer { sqlite3_reset(statement) }
+      while try step() {}
+    }
+
+    /// Resets the statement and clears its bindings (no borrowed text is referred to after this).
+    func reset() {
+      sqlite3_reset(statement)
+      sqlite3_clear_bindings(statement)
+    }
+
     /// Steps once; true when a row is available.
     func step() throws(SQLiteError) -> Bool {
       let code = sqlite3_step(statement)

@@ -114,21 +114,24 @@ public enum AtomicFile {
     _ bytes: [UInt8], to path: String, in folder: OpenFolder?
   ) throws(SystemError) -> (size: Int64, modified: Int64)? {
     // In the open folder by name, else by path from the working directory.
-    let (base, folderPath, name) =
-      folder.map { ($0.descriptor, ".", FileAccess.name(of: path)) } ?? (AT_FDCWD, FileAccess.directory(of: path), path)
-    let fd = openat(base, folderPath, unnamedFlag | O_WRONLY | O_CLOEXEC, 0o644)
+    let base = folder?.descriptor ?? AT_FDCWD
+    let flags = unnamedFlag | O_WRONLY | O_CLOEXEC
+    let fd =
+      folder != nil ? openat(base, ".", flags, 0o644) : openat(base, FileAccess.directory(of: path), flags, 0o644)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
     guard bytes.withUnsafeBytes({ SystemCalls.writeAll(fd, $0) }) else { throw SystemError("write \(path)") }
     let status = FileAccess.status(descriptor: fd)
-    guard link(fd, to: name, in: base, path: path) else { return nil }
+    // The name is the end of `path`'s C string: no String is made for it.
+    let nameStart = folder != nil ? FileAccess.nameStart(of: path) : 0
+    guard path.withCString({ link(fd, to: $0 + nameStart, in: base, path: path) }) else { return nil }
     return status ?? FileAccess.status(path)
   }
 
   /// Links an unnamed file in as `name` in `folder` (`path` in all). By its descriptor where the
   /// kernel lets the process that made the file do so (Linux 6.10 and later, or with
   /// CAP_DAC_READ_SEARCH); else through `/proc/self/fd`, which costs a path walk through procfs.
-  private static func link(_ fd: Int32, to name: String, in folder: Int32, path: String) -> Bool {
+  private static func link(_ fd: Int32, to name: UnsafePointer<CChar>, in folder: Int32, path: String) -> Bool {
     if !descriptorLinksRefused.isSet {
       if linkat(fd, "", folder, name, emptyPathFlag) == 0 { return true }
       guard errno == ENOENT || errno == EPERM || errno == EINVAL else { return false }

@@ -76,30 +76,63 @@ public enum FileAccess {
 
   /// The folder part of `path` ("." when there is none).
   public static func directory(of path: String) -> String {
-    // On the UTF-8 view: `String.lastIndex(of:)` walks grapheme clusters, and every placed file
-    // asks for its folder twice (4,000 instructions a call on a typical path).
-    let bytes = path.utf8
-    guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return "." }
-    if slash == bytes.startIndex { return "/" }
-    return String(Substring(bytes[..<slash]))
+    // On the UTF-8 bytes: `String.lastIndex(of:)` walks grapheme clusters, and the UTF-8 view's
+    // generic walk still costs hundreds of instructions a call; every placed file asks.
+    withBytes(of: path) { bytes in
+      guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return "." }
+      if slash == 0 { return "/" }
+      return String(decoding: UnsafeBufferPointer(rebasing: bytes[..<slash]), as: UTF8.self)
+    }
+  }
+
+  /// Whether `path` names an entry directly in `folder` (`folder/name`), as `directory(of:)` would
+  /// tell, compared byte by byte without making the folder's path.
+  static func isEntry(_ path: String, of folder: String) -> Bool {
+    withBytes(of: path) { path in
+      withBytes(of: folder) { folder in
+        guard let last = folder.last, last != UInt8(ascii: "/"), path.count > folder.count + 1,
+          path[folder.count] == UInt8(ascii: "/"), let pathStart = path.baseAddress,
+          let folderStart = folder.baseAddress, memcmp(pathStart, folderStart, folder.count) == 0
+        else { return false }
+        return !path[(folder.count + 1)...].contains(UInt8(ascii: "/"))
+      }
+    }
   }
 
   /// The last part of `path` (all of it when it has no `/`).
   public static func name(of path: String) -> String {
-    let bytes = path.utf8
-    guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return path }
-    return String(Substring(bytes[bytes.index(after: slash)...]))
+    withBytes(of: path) { bytes in
+      guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return path }
+      return String(decoding: UnsafeBufferPointer(rebasing: bytes[(slash + 1)...]), as: UTF8.self)
+    }
+  }
+
+  /// Where the last part of `path` starts, in its UTF-8 bytes.
+  static func nameStart(of path: String) -> Int {
+    withBytes(of: path) { bytes in bytes.lastIndex(of: UInt8(ascii: "/")).map { $0 + 1 } ?? 0 }
+  }
+
+  /// Calls `body` with the UTF-8 bytes of `text` (where they lie, for a native string).
+  private static func withBytes<R>(of text: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+    var text = text
+    return text.withUTF8(body)
   }
 
   /// `relative` resolved against `base`, unless it is absolute; "." bases are dropped.
   public static func resolve(_ relative: String, against base: String) -> String {
     // On the bytes, and into one allocation: every task's destination passes here.
     if relative.utf8.first == UInt8(ascii: "/") || base.isEmpty || base == "." { return relative }
-    var path = base
-    path.reserveCapacity(base.utf8.count + 1 + relative.utf8.count)
-    if base.utf8.last != UInt8(ascii: "/") { path += "/" }
-    path += relative
-    return path
+    let slash = base.utf8.last != UInt8(ascii: "/")
+    let count = base.utf8.count + (slash ? 1 : 0) + relative.utf8.count
+    // Copied in place: appending to a copy of `base` costs twice as much.
+    return String(unsafeUninitializedCapacity: count) { buffer in
+      var end = withBytes(of: base) { buffer[...].initialize(fromContentsOf: $0) }
+      if slash {
+        buffer[end] = UInt8(ascii: "/")
+        end += 1
+      }
+      return withBytes(of: relative) { buffer[end...].initialize(fromContentsOf: $0) }
+    }
   }
 }
 

@@ -1,0 +1,110 @@
+/// `results` rows waiting to be written, their text in one buffer: a run remembers each task's
+/// result between two writes without a String per field, and `StateStore.save(results:)` binds the
+/// text where it lies (SQLite copies none of it either).
+struct ResultBatch {
+  /// A text in the batch's buffer; nil stands for NULL.
+  struct Text {
+    fileprivate var start: Int
+    fileprivate var count: Int
+  }
+
+  /// One row of `results` (the manifest column is the store's).
+  struct Row {
+    var taskID: Text
+    var requestKey: Text
+    var destination: Text?
+    var outcome: Text
+    var status: Int64?
+    var size: Int64?
+    var sha256: Text?
+    var etag: Text?
+    var lastModified: Text?
+    var fileSize: Int64?
+    var fileModified: Int64?
+    var errorCode: Text?
+    var errorMessage: Text?
+  }
+
+  private var rows: [Row] = []
+  private var bytes: [UInt8] = []
+
+  var isEmpty: Bool { rows.isEmpty }
+
+  var count: Int { rows.count }
+
+  /// Empties the batch, keeping its storage for the next one.
+  mutating func removeAll() {
+    rows.removeAll(keepingCapacity: true)
+    bytes.removeAll(keepingCapacity: true)
+  }
+
+  /// Stores `bytes` (UTF-8) for a row.
+  mutating func text(_ text: UnsafeRawBufferPointer) -> Text {
+    // As typed bytes, appended in one copy (a raw buffer is appended byte by byte).
+    defer { bytes.append(contentsOf: text.assumingMemoryBound(to: UInt8.self)) }
+    return Text(start: bytes.count, count: text.count)
+  }
+
+  /// Stores `text` for a row.
+  mutating func text(_ text: String) -> Text {
+    var text = text
+    return text.withUTF8 { self.text(UnsafeRawBufferPointer($0)) }
+  }
+
+  /// Stores `text`, when there is one, for a row.
+  mutating func text(_ text: String?) -> Text? {
+    text.map { self.text($0) }
+  }
+
+  /// Stores the key's 32 lower-case hexadecimal digits (`RequestKey.description`) for a row.
+  mutating func text(_ key: RequestKey) -> Text {
+    let start = bytes.count
+    // Made on the stack and appended in one copy: appending digit by digit costs several times as much.
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { digits in
+      for index in 0..<32 {
+        let value = index < 16 ? key.high : key.low
+        let nibble = UInt8(truncatingIfNeeded: value >> UInt64(60 - 4 * (index % 16))) & 0xF
+        digits[index] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+      }
+      bytes.append(contentsOf: digits)
+    }
+    return Text(start: start, count: 32)
+  }
+
+  /// Adds a row whose text this batch holds.
+  mutating func append(_ row: Row) {
+    rows.append(row)
+  }
+
+  /// Adds a result.
+  mutating func append(_ result: StoredResult) {
+    let row = Row(
+      taskID: text(result.taskID), requestKey: text(result.requestKey), destination: text(result.destination),
+      outcome: text(result.outcome), status: result.status.map { Int64($0) }, size: result.size,
+      sha256: text(result.sha256), etag: text(result.etag), lastModified: text(result.lastModified),
+      fileSize: result.fileSize, fileModified: result.fileModified, errorCode: text(result.errorCode),
+      errorMessage: text(result.errorMessage))
+    rows.append(row)
+  }
+
+  /// Calls `body` with each row and its index, in order, and a function that gives a text's bytes
+  /// (nil for NULL), valid until `body` returns for the last row.
+  func forEach<E: Error>(
+    _ body: (Int, Row, (Text?) -> UnsafeRawBufferPointer?) throws(E) -> Void
+  ) throws(E) {
+    let result: Result<Void, E> = bytes.withUnsafeBytes { buffer in
+      func bytes(_ text: Text?) -> UnsafeRawBufferPointer? {
+        text.map { UnsafeRawBufferPointer(rebasing: buffer[$0.start..<$0.start + $0.count]) }
+      }
+      for (index, row) in rows.enumerated() {
+        do throws(E) {
+          try body(index, row, bytes)
+        } catch {
+          return .failure(error)
+        }
+      }
+      return .success(())
+    }
+    try result.get()
+  }
+}
