@@ -111,24 +111,24 @@ final class JobBuilder: TransferJobSource {
   }
 
   private func spec(for request: PlannedRequest, owner: inout (task: PlannedTask, path: String)?) -> TransferSpec {
-    let session = plan.session(of: request)
+    var spec = sessionSpecs[Int(request.session)]
     let tasks = plan.tasks(of: request)
-    let first = tasks[0]
-    var headers = session.headers
-    var body = TransferSpec.Body.none
-    if case .task(let spec) = plan.entry(of: first) {
-      headers = headers.merged(with: spec.headers)
-      if let text = spec.body {
-        body = .bytes(Array(text.utf8))
-      } else if let file = spec.bodyFile ?? spec.from {
-        body = .file(plan.absolute(file))
-      } else if !spec.form.isEmpty {
-        body = .form(spec.form.map { .init(name: $0.name, value: $0.value, file: $0.file.map(plan.absolute)) })
+    var entryHeaders: [Header] = []
+    switch plan.entry(of: tasks[0]) {
+    case .task(let task):
+      entryHeaders = task.headers
+      if let text = task.body {
+        spec.body = .bytes(Array(text.utf8))
+      } else if let file = task.bodyFile ?? task.from {
+        spec.body = .file(plan.absolute(file))
+      } else if !task.form.isEmpty {
+        spec.body = .form(task.form.map { .init(name: $0.name, value: $0.value, file: $0.file.map(plan.absolute)) })
       }
-    } else if case .list(let spec) = plan.entry(of: first) {
-      headers = headers.merged(with: spec.headers)
-    } else if case .metalink(let spec) = plan.entry(of: first) {
-      headers = headers.merged(with: spec.headers)
+    case .list(let list): entryHeaders = list.headers
+    case .metalink(let metalink): entryHeaders = metalink.headers
+    }
+    if !entryHeaders.isEmpty {
+      setHeaders(plan.session(of: request).headers.merged(with: entryHeaders), of: &spec)
     }
     let target: TransferSpec.Target
     let ownerTask = plan.owner(of: request)
@@ -144,17 +144,10 @@ final class JobBuilder: TransferJobSource {
     } else {
       target = .memory(limit: Runner.dataMemoryLimit, spill: nil)
     }
-    var spec = TransferSpec(
-      method: request.method, url: plan.url(of: request), headers: headers.map { "\($0.name): \($0.value)" },
-      body: body, target: target, requestTimeout: session.timeouts.request, resourceTimeout: session.timeouts.resource,
-      retry: session.retry, rateLimit: session.network.rateLimit,
-      hostKey: plan.hosts[Int(request.host)], hostLimit: session.network.maxConnectionsPerHost,
-      sessionKey: Int(request.session), sessionLimit: session.network.maxConcurrent, insecure: session.insecure)
-    spec.originOnlyHeaders = Set(
-      headers.lazy.filter {
-        Redactor.sensitiveHeaders.contains($0.name.lowercased()) || self.redactor.text($0.value) != $0.value
-      }
-      .map { $0.name.lowercased() })
+    spec.method = request.method
+    spec.url = plan.url(of: request)
+    spec.target = target
+    spec.hostKey = plan.hosts[Int(request.host)]
     spec.decodeContent = tasks.allSatisfy { $0.kind == .data }
     if !request.mirrors.isEmpty {
       spec.mirrors = request.mirrors.map { ref in
@@ -175,8 +168,6 @@ final class JobBuilder: TransferJobSource {
         PieceDigests(length: $0.length, algorithm: $0.algorithm, hashes: $0.hashes)
       }
     }
-    spec.minSegmentSize = session.network.minSegmentSize
-    spec.segments = session.network.segments
     if let owner = ownerTask, case .task(let task) = plan.entry(of: owner) {
       spec.segments = task.segments ?? spec.segments
       if spec.segments > 1 {
@@ -186,9 +177,34 @@ final class JobBuilder: TransferJobSource {
         spec.expectedSHA256 = task.sha256
       }
     }
-    spec.cookieJar = cookieJars[Int(request.session)]
+    return spec
+  }
+
+  /// Each session's part of its transfers (headers, timeouts, retries, caps, cookie jar), made
+  /// once per session rather than for every request: a list of 10,000 files has one session.
+  private lazy var sessionSpecs: [TransferSpec] = plan.manifest.sessions.indices.map { index in
+    let session = plan.manifest.sessions[index]
+    var spec = TransferSpec(
+      method: "GET", url: "", headers: [], body: .none, target: .memory(limit: Runner.dataMemoryLimit, spill: nil),
+      requestTimeout: session.timeouts.request, resourceTimeout: session.timeouts.resource, retry: session.retry,
+      rateLimit: session.network.rateLimit, hostKey: "", hostLimit: session.network.maxConnectionsPerHost,
+      sessionKey: index, sessionLimit: session.network.maxConcurrent, insecure: session.insecure)
+    setHeaders(session.headers, of: &spec)
+    spec.minSegmentSize = session.network.minSegmentSize
+    spec.segments = session.network.segments
+    spec.cookieJar = cookieJars[index]
     spec.waitsForConnectivity = session.network.waitsForConnectivity
     return spec
+  }
+
+  /// Sets the headers a transfer sends, and which of them never go to another origin.
+  private func setHeaders(_ headers: [Header], of spec: inout TransferSpec) {
+    spec.headers = headers.map { "\($0.name): \($0.value)" }
+    spec.originOnlyHeaders = Set(
+      headers.lazy.filter {
+        Redactor.sensitiveHeaders.contains($0.name.lowercased()) || self.redactor.text($0.value) != $0.value
+      }
+      .map { $0.name.lowercased() })
   }
 
   /// Each session's cookie jar: empty for an ephemeral session (cookies in memory only).
