@@ -27,6 +27,7 @@ struct CacheCommand: ParsableCommand {
 
   struct Stats: ParsableCommand {
     static let configuration = CommandConfiguration(
+      commandName: "stats",
       abstract: "Show the recorded results, checkpoints, partial files, HTTP caches and cookie jars.",
       discussion: """
         Example:
@@ -55,6 +56,7 @@ struct CacheCommand: ParsableCommand {
 
   struct Clear: ParsableCommand {
     static let configuration = CommandConfiguration(
+      commandName: "clear",
       abstract: "Remove checkpoints, partial files, HTTP caches and cookie jars.",
       discussion: """
         Unfinished downloads then start over, data tasks ask the network again and sessions \

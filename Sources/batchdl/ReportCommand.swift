@@ -10,6 +10,7 @@ struct ReportCommand: ParsableCommand {
 
   struct Diff: ParsableCommand {
     static let configuration = CommandConfiguration(
+      commandName: "diff",
       abstract: "Show what changed between two reports; exit 1 on a regression.",
       discussion: """
         Lists tasks added and removed, outcome changes, SHA-256 and size changes. A regression \
@@ -67,6 +68,7 @@ struct ReportCommand: ParsableCommand {
 
   struct Merge: ParsableCommand {
     static let configuration = CommandConfiguration(
+      commandName: "merge",
       abstract: "Join the reports of a manifest's shards into one.",
       discussion: """
         Refuses reports of different manifests, and shards that share a task. The result is the \

@@ -159,17 +159,10 @@ public struct Plan: Sendable {
       size: spec.size, digest: spec.sha256.map { ExpectedDigest(algorithm: .sha256, hex: $0.lowercased()) })
   }
 
-  /// The tasks sharing `request`, in manifest order.
-  public func tasks(of request: PlannedRequest) -> [PlannedTask] {
-    var result: [PlannedTask] = []
-    result.reserveCapacity(Int(request.taskCount))
-    var index = request.firstTask
-    while index >= 0 {
-      let task = tasks[Int(index)]
-      result.append(task)
-      index = task.nextSharing
-    }
-    return result
+  /// The tasks sharing `request`, in manifest order: a walk along the plan's chain of them, not
+  /// an array (a run asks for the tasks of each request some six times).
+  public func tasks(of request: PlannedRequest) -> SharingTasks {
+    SharingTasks(tasks: tasks, first: request.firstTask, count: Int(request.taskCount))
   }
 
   public func id(of task: PlannedTask) -> String { text.string(task.id) }
@@ -188,5 +181,32 @@ public struct Plan: Sendable {
   /// The shard of `request` among `count` shards.
   public func shard(of request: PlannedRequest, count: Int) -> Int {
     Shard.bucket(for: request.shardKey, count: count)
+  }
+}
+
+/// The tasks that share one request, in manifest order (at least one).
+public struct SharingTasks: Sequence {
+  fileprivate let tasks: [PlannedTask]
+  fileprivate let first: Int32
+  /// How many there are.
+  public let count: Int
+
+  /// The first of them, the one in whose name a request is reported.
+  public var firstTask: PlannedTask { tasks[Int(first)] }
+
+  public var underestimatedCount: Int { count }
+
+  public func makeIterator() -> Iterator { Iterator(tasks: tasks, position: first) }
+
+  public struct Iterator: IteratorProtocol {
+    fileprivate let tasks: [PlannedTask]
+    fileprivate var position: Int32
+
+    public mutating func next() -> PlannedTask? {
+      guard position >= 0 else { return nil }
+      let task = tasks[Int(position)]
+      position = task.nextSharing
+      return task
+    }
   }
 }

@@ -114,7 +114,7 @@ final class JobBuilder: TransferJobSource {
     var spec = sessionSpecs[Int(request.session)]
     let tasks = plan.tasks(of: request)
     var entryHeaders: [Header] = []
-    switch plan.entry(of: tasks[0]) {
+    switch plan.entry(of: tasks.firstTask) {
     case .task(let task):
       entryHeaders = task.headers
       if let text = task.body {

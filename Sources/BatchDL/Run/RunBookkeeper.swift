@@ -313,7 +313,7 @@ final class RunBookkeeper: TransferObserver {
     for task in tasks {
       emit(.sourceFailed(task: id(task), url: url, code: failure.code.rawValue, message: message))
     }
-    display.note("source \(url) of \(id(tasks[0])) set aside: \(failure.code): \(message)")
+    display.note("source \(url) of \(id(tasks.firstTask)) set aside: \(failure.code): \(message)")
   }
 
   public func transferSegmentStarted(_ job: Int, start: Int64, length: Int64, url: String) {
@@ -330,7 +330,7 @@ final class RunBookkeeper: TransferObserver {
     for task in tasks {
       emit(.piecesFailed(task: id(task), pieces: pieces, urls: urls, message: message))
     }
-    display.note("\(id(tasks[0])): \(message); fetching them again")
+    display.note("\(id(tasks.firstTask)): \(message); fetching them again")
   }
 
   public func transferWillRetry(_ job: Int, after delay: Interval, failure: TransferFailure) {
@@ -342,7 +342,7 @@ final class RunBookkeeper: TransferObserver {
           message: redactor.text(failure.message)))
     }
     display.note(
-      "retrying \(id(tasks[0])) in \(delay) after attempt \(failure.attempts): \(failure.code): \(redactor.text(failure.message))"
+      "retrying \(id(tasks.firstTask)) in \(delay) after attempt \(failure.attempts): \(failure.code): \(redactor.text(failure.message))"
     )
   }
 
@@ -502,7 +502,7 @@ final class RunBookkeeper: TransferObserver {
 
   /// Checks each task's expectations and puts its file in place: other destinations get copies,
   /// then the owner's partial file is renamed into place; the partial file never stays behind.
-  private func place(_ result: TransferResult, for tasks: [PlannedTask], request: PlannedRequest) {
+  private func place(_ result: TransferResult, for tasks: SharingTasks, request: PlannedRequest) {
     var owner: (task: PlannedTask, path: String, outcome: TaskResult)?
     func record(
       _ task: PlannedTask, _ outcome: TaskResult, written: (size: Int64, modified: Int64)? = nil, at path: String? = nil

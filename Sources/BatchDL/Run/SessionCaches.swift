@@ -23,7 +23,7 @@ final class SessionCaches {
     guard request.method == "GET", tasks.allSatisfy({ $0.kind == .data && plan.becomeDownload(of: $0) == nil }) else {
       return nil
     }
-    if case .task(let spec) = plan.entry(of: tasks[0]), spec.body != nil || spec.bodyFile != nil { return nil }
+    if case .task(let spec) = plan.entry(of: tasks.firstTask), spec.body != nil || spec.bodyFile != nil { return nil }
     let index = Int(request.session)
     if let cache = caches[index] { return cache }
     let session = plan.manifest.sessions[index]
