@@ -75,6 +75,16 @@ import Testing
     #expect(try fixture.tasks()["releases.json"]?["source"] as? String == "cache")
   }
 
+  @Test func aSessionThatGotNoCookieWritesNoJar() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/releases.json", .fixed(.json(200, "{}", headers: ["Cache-Control": "max-age=600"])))
+    manifest(fixture, policy: "protocol")
+    #expect(try fixture.run().status == 0)
+    let stats = try BinaryRunner.run(["cache", "stats", "manifest.yaml"], in: fixture.folder.path)
+    #expect(stats.stdout.contains("http cache: 1 entries"), "\(stats.stdout)")
+    #expect(stats.stdout.contains("cookie jars: 0"), "\(stats.stdout)")
+  }
+
   @Test func cacheStatsAndClearCoverCachesAndCookies() throws {
     let fixture = try RunFixture()
     fixture.server.route(

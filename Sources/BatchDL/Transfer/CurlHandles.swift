@@ -154,6 +154,21 @@ final class EasyHandle {
     guard ccurl_easy_getinfo_string(raw, info, &value) == CURLE_OK, let value else { return nil }
     return String(cString: value)
   }
+
+  /// How many cookies the handle's cookie store holds (its share's, when it has one); nil when
+  /// libcurl cannot tell.
+  func cookieCount() -> Int? {
+    var list: UnsafeMutablePointer<curl_slist>?
+    guard ccurl_easy_getinfo_slist(raw, CURLINFO_COOKIELIST, &list) == CURLE_OK else { return nil }
+    defer { curl_slist_free_all(list) }
+    var count = 0
+    var node = list
+    while let current = node {
+      count += 1
+      node = current.pointee.next
+    }
+    return count
+  }
 }
 
 /// The multi handle that runs every transfer of a run on one thread.
