@@ -35,7 +35,9 @@ final class FileSink: BodySink, @unchecked Sendable {
   /// A held body (nil once the file exists).
   private var held: [UInt8]?
   private static let holdLimit = 64 << 10
-  private var hasher = SHA256()
+  /// Made when the body goes to the file (a held body is hashed by whoever takes it), on whichever
+  /// thread writes first: the engine's, or the queue's once there is one.
+  private lazy var hasher = SHA256()
   private(set) var count: Int64 = 0
   /// Offset of the next write, advanced by whichever side writes (inline, then only the queue).
   private var written: Int64 = 0
