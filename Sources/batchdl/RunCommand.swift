@@ -41,6 +41,12 @@ struct RunCommand: ParsableCommand {
   @Option(help: ArgumentHelp("Stream events as JSON lines to this file.", valueName: "file"))
   var events: String?
 
+  @Option(
+    help: ArgumentHelp(
+      "Write Prometheus text-format metrics (node_exporter's textfile collector) to this file.",
+      valueName: "file"))
+  var metrics: String?
+
   @Option(help: ArgumentHelp("State folder (default: .batchdl/ beside the manifest).", valueName: "dir"))
   var state: String?
 
@@ -98,6 +104,7 @@ struct RunCommand: ParsableCommand {
     options.reportPath = report?.replacingOccurrences(of: "{shard}", with: index)
     options.junitPath = junit?.replacingOccurrences(of: "{shard}", with: index)
     options.eventsPath = events?.replacingOccurrences(of: "{shard}", with: index)
+    options.metricsPath = metrics?.replacingOccurrences(of: "{shard}", with: index)
     options.progress = progress
     options.quiet = quiet
     options.timings = timings

@@ -170,9 +170,31 @@ final class RunBookkeeper: TransferObserver {
     } catch {
       throw .setup("cannot write the report: \(error)")
     }
+    let status: ExitStatus = cancelled ? .interrupted : summary.failed > 0 ? .taskFailed : .success
+    do {
+      try writeMetrics(status: status)
+    } catch {
+      throw .setup("cannot write the metrics: \(error)")
+    }
     if cancelled { return .interrupted }
     runFinishedHooks()
-    return summary.failed > 0 ? .taskFailed : .success
+    return status
+  }
+
+  /// `--metrics`: the run's figures, and the last success carried over from the file's last version.
+  private func writeMetrics(status: ExitStatus) throws(SystemError) {
+    guard let path = options.metricsPath else { return }
+    var metrics = RunMetrics(manifest: plan.manifest.path, shard: options.shard?.description)
+    for session in sessionsInRun {
+      let index = plan.manifest.sessions.firstIndex { $0.name == session.name } ?? -1
+      metrics.sessions.append((session.name, summaries[index] ?? RunSummary()))
+    }
+    metrics.seconds = report.seconds ?? 0
+    metrics.exitCode = status.rawValue
+    metrics.ended = Date().timeIntervalSince1970
+    let earlier = (try? String(contentsOfFile: path, encoding: .utf8)).map(metrics.lastSuccess(in:)) ?? 0
+    metrics.lastSuccess = status == .success ? metrics.ended : earlier
+    try AtomicFile.write(metrics.text, to: path)
   }
 
   /// A run that cannot use its state sends nothing: it reports every task `cancelled`, with why.

@@ -11,6 +11,8 @@ public struct RunOptions: Sendable {
   public var reportPath: String?
   public var junitPath: String?
   public var eventsPath: String?
+  /// `--metrics`: Prometheus text-format metrics, for node_exporter's textfile collector.
+  public var metricsPath: String?
   public var progress: ProgressMode = .auto
   public var quiet = false
   public var timings = false
