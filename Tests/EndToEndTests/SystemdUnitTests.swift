@@ -1,0 +1,59 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The systemd units of docs/examples/systemd, checked with `systemd-analyze verify` where the
+/// machine has it (Debian's systemd), with the built binary standing in for /usr/local/bin/batchdl.
+@Suite struct SystemdUnitTests {
+  static let examples =
+    URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().path + "/docs/examples/systemd"
+  static let analyze = "/usr/bin/systemd-analyze"
+
+  func verify(_ folder: TemporaryDirectory, _ units: [String]) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: Self.analyze)
+    process.arguments = ["verify", "--man=no"] + units.map { folder.path + "/" + $0 }
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    let text = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: text, as: UTF8.self))
+  }
+
+  /// The example units, copied into `folder` with the built binary in `ExecStart`.
+  func copyUnits(into folder: TemporaryDirectory, timer edit: (String) -> String = { $0 }) throws {
+    let service = try String(contentsOfFile: Self.examples + "/batchdl-mirror.service", encoding: .utf8)
+    let timer = try String(contentsOfFile: Self.examples + "/batchdl-mirror.timer", encoding: .utf8)
+    folder.write(
+      "batchdl-mirror.service",
+      service.replacingOccurrences(of: "/usr/local/bin/batchdl", with: BinaryRunner.executable))
+    folder.write("batchdl-mirror.timer", edit(timer))
+  }
+
+  @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: analyze)))
+  func theExampleServiceAndTimerVerify() throws {
+    let folder = TemporaryDirectory()
+    try copyUnits(into: folder)
+    let result = try verify(folder, ["batchdl-mirror.service", "batchdl-mirror.timer"])
+    #expect(result.status == 0, "\(result.output)")
+    #expect(result.output.isEmpty, "\(result.output)")
+    let timer = folder.read("batchdl-mirror.timer") ?? ""
+    #expect(timer.contains("Persistent=true"))
+    #expect(timer.contains("OnCalendar="))
+    let start = (folder.read("batchdl-mirror.service") ?? "").split(separator: "\n").first {
+      $0.hasPrefix("ExecStart=")
+    }
+    #expect(start.map { !$0.contains("flock") } == true, "batchdl locks itself")
+  }
+
+  @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: analyze)))
+  func aBrokenTimerDoesNotVerify() throws {
+    let folder = TemporaryDirectory()
+    try copyUnits(into: folder) { $0.replacingOccurrences(of: "OnCalendar=*-*-* 02:15:00", with: "OnCalendar=at two") }
+    let result = try verify(folder, ["batchdl-mirror.service", "batchdl-mirror.timer"])
+    #expect(result.status != 0, "\(result.output)")
+  }
+}
