@@ -25,6 +25,27 @@ import Testing
     #expect(FileManager.default.contents(atPath: path) == Data(body))
   }
 
+  @Test func aResumedSinkKeepsAtMostEightBuffersInFlight() throws {
+    // The queue hashes 64 MiB of kept bytes first, while the engine's side writes 24 MiB more: it
+    // must wait for buffers to come back rather than make a new one for every 256 KiB.
+    let folder = TemporaryDirectory()
+    let path = folder.path + "/f.part"
+    let kept = [UInt8](repeating: 7, count: 64 << 20)
+    #expect(FileManager.default.createFile(atPath: path, contents: Data(kept)))
+    let more = [UInt8](repeating: 13, count: 24 << 20)
+    let sink = try FileSink(path: path, keeping: Int64(kept.count))
+    var offset = 0
+    while offset < more.count {
+      let end = min(more.count, offset + 1 << 20)
+      #expect(more[offset..<end].withUnsafeBytes { sink.write($0) })
+      offset = end
+    }
+    let result = try sink.finish().get()
+    #expect(result.size == Int64(kept.count + more.count))
+    #expect(result.sha256 == hex(kept + more))
+    #expect(sink.buffersAllocated <= 8, "\(sink.buffersAllocated) buffers")
+  }
+
   @Test func aHoldingSinkKeepsASmallBodyInMemoryAndCreatesNoFile() throws {
     let folder = TemporaryDirectory()
     let path = folder.path + "/f.part"

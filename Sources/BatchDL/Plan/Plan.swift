@@ -11,7 +11,12 @@ public struct RequestKey: Hashable, Sendable, Comparable, CustomStringConvertibl
 
   /// 32 lower-case hexadecimal digits.
   public var description: String {
-    withUnsafeBytes(of: (high.bigEndian, low.bigEndian)) { hexDigits($0) }
+    withBytes { hexDigits($0) }
+  }
+
+  /// Calls `body` with the key's 16 bytes, in the order its digits are written.
+  func withBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+    withUnsafeBytes(of: (high.bigEndian, low.bigEndian), body)
   }
 
   /// The first 12 digits, enough to tell requests apart in a listing.

@@ -1015,13 +1015,18 @@ extension Digest {
 /// finished file's checksum and every request key goes through here).
 func hexDigits(_ bytes: UnsafeRawBufferPointer) -> String {
   String(unsafeUninitializedCapacity: bytes.count * 2) { out in
-    let digits: StaticString = "0123456789abcdef"
-    digits.withUTF8Buffer { digits in
-      for (index, byte) in bytes.enumerated() {
-        out[index * 2] = digits[Int(byte >> 4)]
-        out[index * 2 + 1] = digits[Int(byte & 0xF)]
-      }
-    }
+    writeHexDigits(of: bytes, into: out)
     return bytes.count * 2
+  }
+}
+
+/// Writes the lower-case hexadecimal digits of `bytes` into the first `2 × bytes.count` of `out`.
+func writeHexDigits(of bytes: UnsafeRawBufferPointer, into out: UnsafeMutableBufferPointer<UInt8>) {
+  let digits: StaticString = "0123456789abcdef"
+  digits.withUTF8Buffer { digits in
+    for (index, byte) in bytes.enumerated() {
+      out[index * 2] = digits[Int(byte >> 4)]
+      out[index * 2 + 1] = digits[Int(byte & 0xF)]
+    }
   }
 }

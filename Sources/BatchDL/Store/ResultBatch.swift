@@ -61,11 +61,7 @@ struct ResultBatch {
     let start = bytes.count
     // Made on the stack and appended in one copy: appending digit by digit costs several times as much.
     withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { digits in
-      for index in 0..<32 {
-        let value = index < 16 ? key.high : key.low
-        let nibble = UInt8(truncatingIfNeeded: value >> UInt64(60 - 4 * (index % 16))) & 0xF
-        digits[index] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
-      }
+      key.withBytes { writeHexDigits(of: $0, into: digits) }
       bytes.append(contentsOf: digits)
     }
     return Text(start: start, count: 32)

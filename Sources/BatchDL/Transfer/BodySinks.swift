@@ -62,7 +62,7 @@ final class FileSink: BodySink, @unchecked Sendable {
 
   private static let bufferSize = 256 << 10
   private static let bufferCount = 8
-  /// Made with `queue`, before any buffer is taken.
+  /// Made with `queue` (`startQueue`), before any buffer is taken.
   private var available: DispatchSemaphore?
   /// The buffer being filled on the engine thread.
   private var current: UnsafeMutableRawBufferPointer?
@@ -95,9 +95,7 @@ final class FileSink: BodySink, @unchecked Sendable {
       $0.synced = offset
     }
     // Hash the kept bytes on the sink's queue, before anything the network brings.
-    let queue = DispatchQueue(label: "batchdl.sink")
-    self.queue = queue
-    queue.async { self.hashKept(offset) }
+    startQueue().async { self.hashKept(offset) }
   }
 
   private static func open(_ path: String, truncating: Bool) throws(TransferFailure) -> Int32 {
@@ -217,10 +215,7 @@ final class FileSink: BodySink, @unchecked Sendable {
     if queue == nil && count <= inlineLimit {
       return store(bytes)
     }
-    if queue == nil {
-      available = DispatchSemaphore(value: FileSink.bufferCount)
-      queue = DispatchQueue(label: "batchdl.sink")
-    }
+    startQueue()
     var offset = 0
     while offset < bytes.count {
       let buffer = current ?? takeBuffer()
@@ -235,6 +230,20 @@ final class FileSink: BodySink, @unchecked Sendable {
     }
     return true
   }
+
+  /// The sink's queue, started on first use together with the count of buffers that may be in
+  /// flight to it (`takeBuffer` waits on it).
+  @discardableResult
+  private func startQueue() -> DispatchQueue {
+    if let queue { return queue }
+    let queue = DispatchQueue(label: "batchdl.sink")
+    available = DispatchSemaphore(value: FileSink.bufferCount)
+    self.queue = queue
+    return queue
+  }
+
+  /// Buffers made so far for the queue (at most `bufferCount`: the writer waits for one to come back).
+  var buffersAllocated: Int { shared.withLock { $0.allocated } }
 
   private func takeBuffer() -> UnsafeMutableRawBufferPointer {
     available?.wait()
