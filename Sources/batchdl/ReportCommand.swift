@@ -18,9 +18,14 @@ struct ReportCommand: ParsableCommand {
         completed task whose checksum or size changed. --fail-on chooses from failure, \
         new-failure, checksum, size, removed (comma-separated; 'none' for never).
 
+        --markdown prints the diff as GitHub-flavoured Markdown for a CI job summary or a \
+        pull-request comment: regressions first, at most 200 rows, then the summary counts \
+        before and after. Text from the reports is escaped, so no markup or HTML gets through.
+
         Example:
           batchdl report diff reports/last.json report.json
           batchdl report diff old.json new.json --json --fail-on failure
+          batchdl report diff reports/last.json report.json --markdown >> "$GITHUB_STEP_SUMMARY"
         """
     )
 
@@ -32,6 +37,9 @@ struct ReportCommand: ParsableCommand {
 
     @Flag(help: "Print JSON (format batchdl-report-diff/1).")
     var json = false
+
+    @Flag(help: "Print GitHub-flavoured Markdown (for $GITHUB_STEP_SUMMARY or a pull-request comment).")
+    var markdown = false
 
     @Option(help: ArgumentHelp("What counts as a regression.", valueName: "rules"))
     var failOn: String?
@@ -50,14 +58,21 @@ struct ReportCommand: ParsableCommand {
       return rules
     }
 
-    func validate() throws { _ = try rules() }
+    func validate() throws {
+      if json && markdown { throw ValidationError("--json and --markdown exclude each other: choose one") }
+      _ = try rules()
+    }
 
     func run() throws {
       var stderr = StandardError()
       do {
         let diff = ReportDiff(
           old: try RunReport.read(path: old), new: try RunReport.read(path: new), rules: try rules())
-        print(json ? diff.json.text : diff.text, terminator: json ? "\n" : "")
+        if json {
+          print(diff.json.text)
+        } else {
+          print(markdown ? diff.markdown() : diff.text, terminator: "")
+        }
         if !diff.regressions.isEmpty { throw ExitCode(ExitStatus.taskFailed.rawValue) }
       } catch let error as RunReport.ReadError {
         stderr.write("batchdl: \(error)\n")

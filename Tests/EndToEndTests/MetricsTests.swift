@@ -11,20 +11,7 @@ import Testing
 
   /// Runs `promtool ARGUMENTS...` with `input` on its standard input; its status and output.
   func promtool(_ arguments: [String], input: String = "") throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")
-    process.arguments = arguments
-    let stdin = Pipe()
-    let stdout = Pipe()
-    process.standardInput = stdin
-    process.standardOutput = stdout
-    process.standardError = stdout
-    try process.run()
-    stdin.fileHandleForWriting.write(Data(input.utf8))
-    try stdin.fileHandleForWriting.close()
-    let output = stdout.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    try ExternalTool.run("/usr/bin/promtool", arguments, input: input)
   }
 
   /// The value of the sample `name{labels}` (labels written as in the file), or nil.

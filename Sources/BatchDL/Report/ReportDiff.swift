@@ -145,23 +145,7 @@ public struct ReportDiff: Sendable {
     for change in changes {
       let mark =
         change.regression != nil ? "!" : change.kinds == ["added"] ? "+" : change.kinds == ["removed"] ? "-" : "~"
-      var line = "\(mark) \(change.id): "
-      switch change.kinds {
-      case ["added"]: line += "added, \(Self.describe(change.new))"
-      case ["removed"]: line += "removed (was \(Self.describe(change.old)))"
-      default:
-        var parts: [String] = []
-        if change.kinds.contains("outcome") {
-          parts.append("\(Self.describe(change.old)) → \(Self.describe(change.new))")
-        }
-        if change.kinds.contains("sha256") {
-          parts.append("sha256 \(change.old?.sha256?.prefix(12) ?? "")… → \(change.new?.sha256?.prefix(12) ?? "")…")
-        }
-        if change.kinds.contains("size") {
-          parts.append("size \(change.old?.size ?? 0) → \(change.new?.size ?? 0)")
-        }
-        line += parts.joined(separator: "; ")
-      }
+      var line = "\(mark) \(change.id): \(describeChange(change))"
       if let rule = change.regression { line += "  [regression: \(rule.rawValue)]" }
       out += line + "\n"
     }
