@@ -91,6 +91,15 @@ import Testing
     let rules = Self.root + "/docs/examples/batchdl-alerts.yml"
     let check = try promtool(["check", "rules", rules])
     #expect(check.status == 0, "\(check.output)")
-    #expect(check.output.contains("2 rules found"), "\(check.output)")
+    #expect(check.output.contains("3 rules found"), "\(check.output)")
+  }
+
+  /// The rules over time, with promtool's unit tests beside them: silent while nightly runs
+  /// succeed, and firing 26 hours after the last success, the last run, or the last sample.
+  @Test func theDocumentedAlertsFireWhenRunsStopSucceeding() throws {
+    let tests = Self.root + "/docs/examples/batchdl-alerts.test.yml"
+    let result = try promtool(["test", "rules", tests])
+    #expect(result.status == 0, "\(result.output)")
+    #expect(result.output.contains("SUCCESS"), "\(result.output)")
   }
 }
