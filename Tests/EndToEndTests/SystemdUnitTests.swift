@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// The systemd units of docs/examples/systemd, checked with `systemd-analyze verify` where the
-/// machine has it (Debian's systemd), with the built binary standing in for /usr/local/bin/batchdl.
+/// machine has it (Debian's systemd), with the built binary standing in for /usr/bin/batchdl (the package's).
 @Suite struct SystemdUnitTests {
   static let examples =
     URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -29,7 +29,7 @@ import Testing
     let timer = try String(contentsOfFile: Self.examples + "/batchdl-mirror.timer", encoding: .utf8)
     folder.write(
       "batchdl-mirror.service",
-      service.replacingOccurrences(of: "/usr/local/bin/batchdl", with: BinaryRunner.executable))
+      service.replacingOccurrences(of: "/usr/bin/batchdl", with: BinaryRunner.executable))
     folder.write("batchdl-mirror.timer", edit(timer))
   }
 
