@@ -29,7 +29,7 @@ public struct ReportPage {
 
   /// The page.
   public var html: String {
-    let results = report.results.sorted { a, b in
+    let results = report.results.map(Self.masked).sorted { a, b in
       let x = Self.rank(a.outcome)
       let y = Self.rank(b.outcome)
       return x != y ? x < y : a.id < b.id
@@ -40,7 +40,7 @@ public struct ReportPage {
     out += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
     out += "style-src '\(Self.styleHash)'; script-src '\(Self.scriptHash)'; base-uri 'none'; form-action 'none'\">\n"
     out += "<meta name=\"generator\" content=\"batchdl \(Self.escape(BatchDLVersion.current))\">\n"
-    out += "<title>batchdl report: \(Self.escape(report.manifest))</title>\n"
+    out += "<title>batchdl report: \(Self.escape(Redactor().text(report.manifest)))</title>\n"
     out += "<style>\(Self.style)</style>\n</head>\n<body>\n"
     writeHeader(summary, to: &out)
     writeFailures(results.filter { $0.outcome == .failed }, to: &out)
@@ -50,10 +50,26 @@ public struct ReportPage {
     return out
   }
 
+  /// `result` with URL user-info masked wherever it could be (run reports mask it already; a
+  /// report made by other means may not have).
+  static func masked(_ result: TaskResult) -> TaskResult {
+    let redactor = Redactor()
+    var result = result
+    result.id = redactor.text(result.id)
+    result.url = redactor.url(result.url)
+    result.to = result.to.map(redactor.text)
+    result.error = result.error.map { ($0.code, redactor.text($0.message)) }
+    result.sourceErrors = result.sourceErrors.map {
+      SourceFailure(url: redactor.url($0.url), code: $0.code, message: redactor.text($0.message))
+    }
+    return result
+  }
+
   static func rank(_ outcome: TaskOutcome) -> Int { outcomeOrder.firstIndex(of: outcome) ?? outcomeOrder.count }
 
   private func writeHeader(_ summary: RunSummary, to out: inout String) {
-    out += "<header>\n<h1>batchdl report <span class=\"manifest\">\(Self.escape(report.manifest))</span></h1>\n"
+    out +=
+      "<header>\n<h1>batchdl report <span class=\"manifest\">\(Self.escape(Redactor().text(report.manifest)))</span></h1>\n"
     var facts = ["\(summary.tasks) task\(summary.tasks == 1 ? "" : "s")", "\(summary.requests) requests"]
     if let shard = report.shard { facts.append("shard \(Self.escape(shard))") }
     if let seconds = report.seconds { facts.append("run took \(TextFormat.fixed(seconds, decimals: 3)) s") }
@@ -170,13 +186,16 @@ public struct ReportPage {
     }
     out += "</select>\n<span id=\"shown\"></span>\n"
     out +=
-      "<button id=\"prev\" type=\"button\">‹ previous</button><button id=\"next\" type=\"button\">next ›</button>\n"
+      "<button class=\"prev\" type=\"button\">‹ previous</button><button class=\"next\" type=\"button\">next ›</button>\n"
     out += "</div>\n<div class=\"scroll\"><table id=\"table\">\n<thead><tr>"
     for column in columns {
       out += "<th data-column=\"\(column.name)\"\(column.numeric ? " class=\"num\"" : "")>"
       out += "<button type=\"button\">\(column.label)</button></th>"
     }
-    out += "</tr></thead>\n<tbody></tbody>\n</table></div>\n</div>\n"
+    out += "</tr></thead>\n<tbody></tbody>\n</table></div>\n<div class=\"tools pager\">"
+    out +=
+      "<button class=\"prev\" type=\"button\">‹ previous</button><button class=\"next\" type=\"button\">next ›</button>"
+    out += "</div>\n</div>\n"
     out += "<script type=\"application/json\" id=\"data\">"
     writeData(results, to: &out)
     out += "</script>\n<script>\(Self.script)</script>\n</section>\n"

@@ -51,6 +51,7 @@ extension ReportPage {
     background:var(--band)}
     .tools button:disabled{opacity:.45}
     #shown{color:var(--muted);margin-left:auto;font-variant-numeric:tabular-nums}
+    .tools.pager{justify-content:flex-end;margin-top:8px}
     .scroll{overflow-x:auto}
     table{border-collapse:collapse;width:100%;font-size:13px}
     th{position:sticky;top:0;background:var(--band);border-bottom:2px solid var(--line);text-align:left;\
@@ -79,7 +80,8 @@ extension ReportPage {
   /// failures-first order; `to` is 1 when it is the id, shown only when it is not, and 0 when there
   /// is none). Rows come sorted
   /// failures first, then by id; a click on a header sorts by that column (again: the other way),
-  /// ties keep that order. The address's fragment keeps the view (`#sort=-size&q=text&outcome=failed`).
+  /// ties keep that order. The address's fragment keeps the view
+  /// (`#sort=-size&q=text&outcome=failed&page=2`).
   static let script = """
 
     (function () {
@@ -88,7 +90,8 @@ extension ReportPage {
       var rows = data.rows, sessions = data.sessions, kinds = data.kinds, outcomes = data.outcomes;
       var body = document.querySelector("#table tbody"), filter = document.getElementById("filter");
       var outcome = document.getElementById("outcome"), shown = document.getElementById("shown");
-      var prev = document.getElementById("prev"), next = document.getElementById("next");
+      var prev = document.querySelectorAll(".prev"), next = document.querySelectorAll(".next");
+      var table = document.getElementById("table");
       var heads = Array.prototype.slice.call(document.querySelectorAll("#table th"));
       var names = heads.map(function (th) { return th.getAttribute("data-column"); });
       var PAGE = 250, page = 0, view = rows, sortKey = "outcome", sortDir = 1, haystack = null;
@@ -190,8 +193,8 @@ extension ReportPage {
         body.appendChild(fragment);
         shown.textContent = view.length === 0 ? "no task matches" :
           (start + 1) + "–" + end + " of " + view.length + (view.length < rows.length ? " (" + rows.length + " in all)" : "");
-        prev.disabled = page === 0;
-        next.disabled = end >= view.length;
+        for (var b = 0; b < prev.length; b++) prev[b].disabled = page === 0;
+        for (b = 0; b < next.length; b++) next[b].disabled = end >= view.length;
         heads.forEach(function (th, i) {
           th.setAttribute("aria-sort", names[i] !== sortKey ? "none" : sortDir > 0 ? "ascending" : "descending");
         });
@@ -201,6 +204,7 @@ extension ReportPage {
         if (sortKey !== "outcome" || sortDir !== 1) parts.push("sort=" + (sortDir < 0 ? "-" : "") + sortKey);
         if (filter.value) parts.push("q=" + encodeURIComponent(filter.value));
         if (outcome.value) parts.push("outcome=" + outcome.value);
+        if (page > 0) parts.push("page=" + (page + 1));
         try {
           history.replaceState(null, "", parts.length ? "#" + parts.join("&") : location.pathname + location.search);
         } catch (e) {
@@ -216,8 +220,21 @@ extension ReportPage {
       });
       filter.addEventListener("input", update);
       outcome.addEventListener("change", update);
-      prev.addEventListener("click", function () { if (page > 0) { page--; render(); } });
-      next.addEventListener("click", function () { if ((page + 1) * PAGE < view.length) { page++; render(); } });
+      function turn(by, button) {
+        var target = page + by;
+        if (target < 0 || target * PAGE >= view.length) return;
+        page = target;
+        render();
+        remember();
+        // From the pager under the table, go back to the top of the new page.
+        if (button.parentNode.classList.contains("pager")) table.scrollIntoView();
+      }
+      Array.prototype.forEach.call(prev, function (button) {
+        button.addEventListener("click", function () { turn(-1, button); });
+      });
+      Array.prototype.forEach.call(next, function (button) {
+        button.addEventListener("click", function () { turn(1, button); });
+      });
 
       var params = new URLSearchParams(location.hash.slice(1));
       filter.value = params.get("q") || "";
@@ -229,6 +246,12 @@ extension ReportPage {
         var button = heads[index].querySelector("button");
         if (names[index] !== sortKey) button.click();
         if (descending !== (sortDir < 0)) button.click();
+      }
+      var wantedPage = parseInt(params.get("page"), 10);
+      if (wantedPage > 1 && (wantedPage - 1) * PAGE < view.length) {
+        page = wantedPage - 1;
+        render();
+        remember();
       }
     })();
 
