@@ -130,7 +130,7 @@ struct ReportCommand: ParsableCommand {
         click on a column's header (again: the other way) with a filter box and an outcome \
         choice. Failures come first in the table too. The summary and the failures read without \
         JavaScript; the table is drawn by a small inline script, a page of 250 rows at a time, so \
-        a report of 10,000 tasks stays a page of about 2 MB. The address keeps the view: \
+        a report of 10,000 tasks stays a page of about 2.5 MB. The address keeps the view: \
         report.html#sort=-size&outcome=failed.
 
         A report of 'batchdl run --timings' adds charts of the transfers in flight and the \

@@ -7,7 +7,7 @@ import Foundation
 ///
 /// Everything but the table is written here, so that it reads with JavaScript off. The table is
 /// drawn by a small inline script from the tasks embedded as JSON, one page of rows at a time:
-/// 10,000 tasks stay a page of about 2 MB that sorts in a moment, where a `<tr>` each would be
+/// 10,000 tasks stay a page of about 2.5 MB that sorts in a moment, where a `<tr>` each would be
 /// several times that and slow to sort. Every value from the report is escaped (HTML text and
 /// attributes here; JSON with `<`, `>` and `&` as `\u` escapes inside the script element; the
 /// script puts values into the page with `textContent` only), and the page's Content-Security-Policy
