@@ -146,7 +146,8 @@ public struct ReportPage {
     guard let timeline = TransferTimeline(report.results, runSeconds: report.seconds) else {
       let why =
         report.results.contains { $0.seconds != nil }
-        ? "This report has times but no task start times: it was written before batchdl recorded them."
+        ? "No task in this report has a start time: none needed a transfer (all unchanged or cached), "
+          + "or the report is older than start times."
         : "This report has no times."
       out += "<p class=\"none\">\(why) The chart needs a report of <code>batchdl run --timings</code>.</p>\n"
       out += "</section>\n"
