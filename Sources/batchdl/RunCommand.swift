@@ -68,7 +68,7 @@ struct RunCommand: ParsableCommand {
   @Flag(name: .shortAndLong, help: "Print only failures and their summary.")
   var quiet = false
 
-  @Flag(help: "Add times to the JSON and JUnit reports.")
+  @Flag(help: "Add times to the JSON and JUnit reports (the run's; each task's start and end).")
   var timings = false
 
   @Flag(help: "Ask the server whether finished downloads changed (conditional requests).")

@@ -149,6 +149,7 @@ import Testing
   @Test func everyCommandHasHelpWithAnExample() throws {
     for command in [
       "validate", "plan", "run", "status", "wait", "cache stats", "cache clear", "report diff", "report merge",
+      "report html",
     ] {
       let result = try BinaryRunner.run(command.split(separator: " ").map(String.init) + ["--help"])
       #expect(result.status == 0)

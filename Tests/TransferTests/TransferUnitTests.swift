@@ -243,7 +243,9 @@ import Testing
     func transferReceivedResponse(_ job: Int, head: ResponseHead) { note(job) }
     func transferBecameDownload(_ job: Int) { note(job) }
     func transferWillRetry(_ job: Int, after delay: Interval, failure: TransferFailure) { note(job) }
-    func transferCompleted(_ job: Int, outcome: Result<TransferResult, TransferFailure>, spent: Int64) { note(job) }
+    func transferCompleted(
+      _ job: Int, outcome: Result<TransferResult, TransferFailure>, spent: Int64, started: UInt64?, ended: UInt64
+    ) { note(job) }
     func transferTick(active: [ActiveTransfer]) { note(-1) }
     func transferCheckpoints(_ checkpoints: [TransferCheckpoint]) { note(-2) }
     func settle() {}
@@ -256,7 +258,7 @@ import Testing
     let failure = TransferFailure(code: .internal, message: "y")
     for job in 0..<600 {
       // More than the backlog: the engine's side waits for the relay instead of piling up.
-      relay.transferCompleted(job, outcome: .failure(failure), spent: 0)
+      relay.transferCompleted(job, outcome: .failure(failure), spent: 0, started: nil, ended: 0)
     }
     relay.transferTick(active: [])
     relay.settle()

@@ -20,6 +20,7 @@ extension RunReport {
     var report = RunReport(manifest: object["manifest"] as? String ?? "")
     report.shard = object["shard"] as? String
     report.requests = (object["summary"] as? [String: Any])?["requests"] as? Int ?? 0
+    report.seconds = seconds(object["seconds"])
     for entry in object["tasks"] as? [[String: Any]] ?? [] {
       guard let id = entry["id"] as? String, let outcome = (entry["outcome"] as? String).flatMap(TaskOutcome.init)
       else {
@@ -34,7 +35,18 @@ extension RunReport {
         source: entry["source"] as? String)
       if let error = entry["error"] as? [String: Any] {
         result.error = (error["code"] as? String ?? "", error["message"] as? String ?? "")
+        result.sourceErrors = (error["sources"] as? [[String: Any]] ?? []).compactMap { source in
+          guard let url = source["url"] as? String, let code = (source["code"] as? String).flatMap(FailureCode.init)
+          else { return nil }
+          return SourceFailure(url: url, code: code, message: source["message"] as? String ?? "")
+        }
       }
+      result.sources = (entry["sources"] as? [[String: Any]] ?? []).compactMap { source in
+        guard let url = source["url"] as? String, let bytes = source["bytes"] as? Int else { return nil }
+        return SourceBytes(url: url, bytes: Int64(bytes))
+      }
+      result.seconds = seconds(entry["seconds"])
+      result.started = seconds(entry["started"])
       // What this run received: the body past the byte it resumed from.
       result.transferred = max(0, (result.size ?? 0) - result.resumedFrom)
       report.results.append(result)
@@ -42,7 +54,18 @@ extension RunReport {
     return report
   }
 
+  /// A time as `--timings` writes it (`"1.250"`); a number is taken too.
+  private static func seconds(_ value: Any?) -> Double? {
+    let number = (value as? String).flatMap(Double.init) ?? (value as? NSNumber)?.doubleValue
+    return number.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
+  }
+
+  /// Whether the report has times (`run --timings`): `report merge` keeps them.
+  public var hasTimings: Bool { seconds != nil || results.contains { $0.seconds != nil || $0.started != nil } }
+
   /// Joins shard reports of one manifest into one report, as an unsharded run would have written it.
+  /// Times stay as each shard's run wrote them (seconds since that shard's run started); the
+  /// merged run's `seconds` is the longest shard's.
   public static func merge(_ reports: [(path: String, report: RunReport)]) throws(ReadError) -> RunReport {
     guard let first = reports.first else { throw ReadError(description: "no report to merge") }
     var merged = RunReport(manifest: first.report.manifest)
@@ -63,6 +86,7 @@ extension RunReport {
         merged.results.append(result)
       }
       merged.requests += report.requests
+      if let seconds = report.seconds { merged.seconds = max(merged.seconds ?? 0, seconds) }
     }
     return merged
   }

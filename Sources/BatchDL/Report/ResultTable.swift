@@ -20,6 +20,7 @@ struct ResultTable {
     var transferred: Int64
     /// NaN: none.
     var seconds: Double
+    var started: Double
     /// Sources of a download with mirrors (rare: nil for all others).
     var sources: Sources?
   }
@@ -55,7 +56,7 @@ struct ResultTable {
         sha256: result.sha256.map { text.append($0) } ?? .none,
         status: result.status.flatMap { Int32(exactly: $0) } ?? .min, attempts: Int32(clamping: result.attempts),
         size: result.size ?? .min, resumedFrom: result.resumedFrom, transferred: result.transferred,
-        seconds: result.seconds ?? .nan,
+        seconds: result.seconds ?? .nan, started: result.started ?? .nan,
         sources: result.sources.isEmpty && result.sourceErrors.isEmpty
           ? nil : Sources(used: result.sources, errors: result.sourceErrors)))
   }
@@ -73,6 +74,7 @@ struct ResultTable {
     result.resumedFrom = row.resumedFrom
     result.transferred = row.transferred
     result.seconds = row.seconds.isNaN ? nil : row.seconds
+    result.started = row.started.isNaN ? nil : row.started
     result.sources = row.sources?.used ?? []
     result.sourceErrors = row.sources?.errors ?? []
     return result

@@ -105,6 +105,10 @@ public struct TaskResult: Sendable {
   public var error: (code: String, message: String)?
   /// Seconds from the start of the run to the task's end (reported with `--timings` only).
   public var seconds: Double?
+  /// Seconds from the start of the run to the start of the task's transfer, when its turn came
+  /// (reported with `--timings` only); nil for a task that needed no transfer (unchanged, from the
+  /// cache) or never got its turn.
+  public var started: Double?
   /// Body bytes received from the network in this run (not those a resume kept); for the summary.
   public var transferred: Int64 = 0
   /// The plan's task, in a run: what its id, session, kind, URL and destination were made from.
@@ -172,6 +176,7 @@ public struct TaskResult: Sendable {
         sources.sorted { $0.url < $1.url }.map { .object(["url": .string($0.url), "bytes": .int($0.bytes)]) })
     }
     if timings, let seconds { fields["seconds"] = .string(TextFormat.fixed(seconds, decimals: 3)) }
+    if timings, let started { fields["started"] = .string(TextFormat.fixed(started, decimals: 3)) }
     return fields
   }
 }

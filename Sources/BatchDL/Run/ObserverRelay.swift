@@ -101,8 +101,10 @@ final class ObserverRelay<Observer: TransferObserver & SendableMetatype>: Transf
     hand { self.observer.transferPiecesFailed(job, pieces: pieces, urls: urls, message: message) }
   }
 
-  func transferCompleted(_ job: Int, outcome: Result<TransferResult, TransferFailure>, spent: Int64) {
-    hand { self.observer.transferCompleted(job, outcome: outcome, spent: spent) }
+  func transferCompleted(
+    _ job: Int, outcome: Result<TransferResult, TransferFailure>, spent: Int64, started: UInt64?, ended: UInt64
+  ) {
+    hand { self.observer.transferCompleted(job, outcome: outcome, spent: spent, started: started, ended: ended) }
   }
 
   func transferTick(active: [ActiveTransfer]) {

@@ -24,6 +24,11 @@ final class RunBookkeeper: TransferObserver {
   private var pendingPerSession: [Int: Int] = [:]
   private var summaries: [Int: RunSummary] = [:]
   private let start = Engine.now()
+  /// Seconds into the run when the turn of the job whose end is being recorded came, and when the
+  /// engine saw it end: `base` gives them to the job's tasks (the report's `started` and
+  /// `seconds`), so that a report's times are the engine's, not those of this thread, which takes
+  /// the engine's calls a few milliseconds late.
+  private var jobTimes: (started: Double?, ended: Double)?
   private var prior = PriorState()
   /// Records results, checkpoints and budgets in the state folder.
   private let recorder: StateRecorder
@@ -146,6 +151,8 @@ final class RunBookkeeper: TransferObserver {
   /// Records the tasks of the jobs a signal stopped as `cancelled`, with the time they spent.
   func recordCancelled(_ engine: Engine) {
     for job in engine.unfinishedJobs {
+      jobTimes = (offset(engine.startTime(job)), offset(Engine.now()))
+      defer { jobTimes = nil }
       for task in plan.tasks(of: request(ofJob: job)) {
         var result = base(task)
         result.outcome = .cancelled
@@ -161,7 +168,7 @@ final class RunBookkeeper: TransferObserver {
   func finish(cancelled: Bool) throws(RunError) -> ExitStatus {
     recorder.flush(force: true)
     cleanEphemeralPartials()
-    report.seconds = Double(Engine.now() &- start) / 1000
+    report.seconds = offset(Engine.now())
     let summary = self.summary
     display.finish(summary: summary)
     eventLog?.flush()
@@ -387,7 +394,11 @@ final class RunBookkeeper: TransferObserver {
     }
   }
 
-  public func transferCompleted(_ job: Int, outcome: Result<TransferResult, TransferFailure>, spent: Int64) {
+  public func transferCompleted(
+    _ job: Int, outcome: Result<TransferResult, TransferFailure>, spent: Int64, started: UInt64?, ended: UInt64
+  ) {
+    jobTimes = (offset(started), offset(ended))
+    defer { jobTimes = nil }
     let request = request(ofJob: job)
     let tasks = plan.tasks(of: request)
     switch outcome {
@@ -484,16 +495,23 @@ final class RunBookkeeper: TransferObserver {
   /// A task's result before its outcome is known; without `described`, its id, URL and `to` are
   /// left empty (see `describesTasks`): a run of 100,000 small files spends less that way.
   private func base(_ task: PlannedTask, described: Bool = true) -> TaskResult {
-    guard described else {
-      return TaskResult(
+    var result =
+      described
+      ? TaskResult(
+        id: id(task), session: plan.manifest.sessions[Int(task.session)].name, kind: task.kind,
+        url: redactor.url(plan.url(of: task)), to: plan.destination(of: task).map { redactor.text($0) },
+        outcome: .failed, seconds: jobTimes?.ended ?? offset(Engine.now()), task: task)
+      : TaskResult(
         id: "", session: plan.manifest.sessions[Int(task.session)].name, kind: task.kind, url: "", to: nil,
-        outcome: .failed, seconds: Double(Engine.now() &- start) / 1000, task: task)
-    }
-    return TaskResult(
-      id: id(task), session: plan.manifest.sessions[Int(task.session)].name, kind: task.kind,
-      url: redactor.url(plan.url(of: task)), to: plan.destination(of: task).map { redactor.text($0) }, outcome: .failed,
-      seconds: Double(Engine.now() &- start) / 1000, task: task)
+        outcome: .failed, seconds: jobTimes?.ended ?? offset(Engine.now()), task: task)
+    result.started = jobTimes?.started
+    return result
   }
+
+  /// Seconds from the start of the run to `time` (`Engine.now()`).
+  private func offset(_ time: UInt64) -> Double { Double(time > start ? time - start : 0) / 1000 }
+
+  private func offset(_ time: UInt64?) -> Double? { time.map { offset($0) } }
 
   private func failed(_ task: PlannedTask, _ failure: TransferFailure, status: Int? = nil) -> TaskResult {
     var result = base(task)

@@ -86,8 +86,10 @@ public protocol TransferObserver: AnyObject {
   /// again, the good ones stay.
   func transferPiecesFailed(_ job: Int, pieces: [Int], urls: [String], message: String)
   /// The job ended: it succeeded, or failed for good. `spent` is the time charged to it against
-  /// `timeouts.resource`, across runs (ms).
-  func transferCompleted(_ job: Int, outcome: Result<TransferResult, TransferFailure>, spent: Int64)
+  /// `timeouts.resource`, across runs (ms); `started` is when its turn came in this run and `ended`
+  /// now (`Engine.now()`), `started` nil when its turn never came.
+  func transferCompleted(
+    _ job: Int, outcome: Result<TransferResult, TransferFailure>, spent: Int64, started: UInt64?, ended: UInt64)
   /// Called about ten times a second with the transfers in flight.
   func transferTick(active: [ActiveTransfer])
   /// Bytes that reached the disk since the last call, for checkpoints (about once a second, and
@@ -507,6 +509,9 @@ public final class Engine {
   /// Attempts a job has made in this run.
   public func attempts(_ job: Int) -> Int { jobs[job].attempts }
 
+  /// When the job's turn came in this run (`Engine.now()`), nil before it came.
+  public func startTime(_ job: Int) -> UInt64? { jobs[job].startedAt }
+
   private static func resourceTimeout(_ spec: TransferSpec, attempts: Int) -> TransferFailure {
     TransferFailure(
       code: .timeout,
@@ -707,7 +712,9 @@ public final class Engine {
     guard !jobs[job].finished else { return }
     jobs[job].finished = true
     remaining -= 1
-    observer?.transferCompleted(job, outcome: outcome, spent: spent(job, now: Self.now()))
+    let now = Self.now()
+    observer?.transferCompleted(
+      job, outcome: outcome, spent: spent(job, now: now), started: jobs[job].startedAt, ended: now)
     jobs[job].built = nil
     if case .success = outcome, !jobs[job].dependents.isEmpty { observer?.settle() }
     for dependent in jobs[job].dependents where !jobs[dependent].finished {

@@ -23,6 +23,12 @@ public struct SourceFailure: Sendable, Equatable {
   public var url: String
   public var code: FailureCode
   public var message: String
+
+  public init(url: String, code: FailureCode, message: String) {
+    self.url = url
+    self.code = code
+    self.message = message
+  }
 }
 
 /// The sources of one download and what happened at each: the URL it was asked for, then its
