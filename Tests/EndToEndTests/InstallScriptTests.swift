@@ -58,6 +58,7 @@ import Testing
     let installed = [
       "bin/batchdl", "share/man/man1/batchdl.1", "share/bash-completion/completions/batchdl",
       "share/zsh/site-functions/_batchdl", "share/fish/vendor_completions.d/batchdl.fish", "share/batchdl/installed",
+      "share/doc/batchdl/examples/systemd/batchdl-mirror.service", "share/doc/batchdl/examples/batchdl-alerts.yml",
     ]
     for path in installed {
       #expect(FileManager.default.fileExists(atPath: prefix + "/" + path), "\(path)")

@@ -72,6 +72,8 @@ import Testing
     for path in [
       "bin/batchdl", "share/man/man1/batchdl.1.gz", "share/bash-completion/completions/batchdl",
       "share/zsh/vendor-completions/_batchdl", "share/fish/vendor_completions.d/batchdl.fish",
+      "share/doc/batchdl/examples/systemd/batchdl-mirror.service",
+      "share/doc/batchdl/examples/systemd/batchdl-mirror.timer", "share/doc/batchdl/examples/batchdl-alerts.yml",
     ] {
       #expect(FileManager.default.fileExists(atPath: stage + "/usr/" + path), "\(path)")
     }
@@ -147,6 +149,8 @@ import Testing
       "./usr/bin/batchdl", "./usr/share/man/man1/batchdl.1.gz", "./usr/share/bash-completion/completions/batchdl",
       "./usr/share/zsh/vendor-completions/_batchdl", "./usr/share/fish/vendor_completions.d/batchdl.fish",
       "./usr/share/doc/batchdl/copyright", "./usr/share/doc/batchdl/changelog.gz",
+      "./usr/share/doc/batchdl/examples/systemd/batchdl-mirror.timer",
+      "./usr/share/doc/batchdl/examples/batchdl-alerts.test.yml",
     ] {
       #expect(contents.contains(" " + path + "\n"), "\(path)")
     }
