@@ -2,13 +2,15 @@ import Dispatch
 import Foundation
 
 /// SIGINT and SIGTERM: the first stops the run after checkpointing (exit 3); a second exits at once,
-/// leaving the committed checkpoints valid.
+/// leaving the committed checkpoints valid. Its messages go above the progress bars (and the second
+/// erases them), so that the terminal is left with whole lines and the prompt on a line of its own.
 final class InterruptHandler: @unchecked Sendable {
   private var sources: [DispatchSourceSignal] = []
   private let lock = NSLock()
   private var count = 0
   private var action: (@Sendable () -> Void)?
   private let first: @Sendable () -> Void
+  private let area: LiveArea
 
   /// What to do on the first signal, besides `first` (set once the engine exists).
   var onInterrupt: (@Sendable () -> Void)? {
@@ -24,7 +26,8 @@ final class InterruptHandler: @unchecked Sendable {
     }
   }
 
-  init(first: @escaping @Sendable () -> Void) {
+  init(area: LiveArea, first: @escaping @Sendable () -> Void) {
+    self.area = area
     self.first = first
     for number in [SIGINT, SIGTERM] {
       signal(number, SIG_IGN)
@@ -48,12 +51,10 @@ final class InterruptHandler: @unchecked Sendable {
     let action = self.action
     lock.unlock()
     if seen > 1 {
-      let message = "batchdl: stopped at once; committed checkpoints stay valid\n"
-      _ = message.withCString { write(2, $0, strlen($0)) }
+      area.clear(above: ["batchdl: stopped at once; committed checkpoints stay valid"], close: true)
       _exit(ExitStatus.interrupted.rawValue)
     }
-    let message = "batchdl: stopping after checkpoints (press Ctrl-C again to stop at once)\n"
-    _ = message.withCString { write(2, $0, strlen($0)) }
+    area.print(["batchdl: stopping after checkpoints (press Ctrl-C again to stop at once)"])
     first()
     action?()
   }
