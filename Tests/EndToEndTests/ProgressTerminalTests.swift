@@ -13,6 +13,8 @@ final class TerminalPane {
 
   let socket = "batchdl-progress-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
   private var started = false
+  /// The server's socket, removed at the end (tmux leaves it).
+  private var socketPath = ""
   private let outputs = TemporaryDirectory()
 
   /// Starts the server with one detached session of `columns` by `rows` in `folder`.
@@ -22,12 +24,15 @@ final class TerminalPane {
       "/usr/bin/env", "PS1=\(Self.prompt)", "/bin/bash", "--norc", "--noprofile",
     ])
     started = true
+    socketPath = format("#{socket_path}")
     // The prompt shows once bash reads its input (at most 10 s).
     for _ in 0..<100 where !screen().contains(where: { $0.hasPrefix(Self.prompt) }) { usleep(100_000) }
   }
 
   deinit {
-    if started { _ = try? command(["kill-server"]) }
+    guard started else { return }
+    _ = try? command(["kill-server"])
+    if !socketPath.isEmpty { unlink(socketPath) }
   }
 
   /// Runs `tmux -L socket arguments...` and returns what it printed. Started with `posix_spawn`,
