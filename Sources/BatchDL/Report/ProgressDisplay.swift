@@ -11,8 +11,9 @@ public enum ProgressMode: String, CaseIterable, Sendable {
 }
 
 /// What the run prints while it works: live bars on a terminal (each active transfer and the
-/// total, with rate and ETA, redrawn at most ten times a second), otherwise one line per finished
-/// task and a summary every ten seconds, so that cron mail stays readable.
+/// total, with rate and ETA, redrawn in place at most ten times a second by a `LiveArea`),
+/// otherwise one line per finished task and a summary every ten seconds, so that cron mail stays
+/// readable.
 public final class ProgressDisplay {
   public struct Line: Sendable {
     public var name: String
@@ -23,8 +24,8 @@ public final class ProgressDisplay {
   private let bars: Bool
   private let quiet: Bool
   private var out = BufferedOutput(descriptor: 1)
-  private var err = BufferedOutput(descriptor: 2)
-  private var drawnLines = 0
+  /// The bars on standard error; the signal handler prints through it too.
+  public let area: LiveArea
   private let start = Engine.now()
   private var lastDraw: UInt64 = 0
   private var lastSummary: UInt64
@@ -36,7 +37,8 @@ public final class ProgressDisplay {
   private var activeBytes: Int64 = 0
   private var expectedBytes: Int64 = 0
 
-  public init(mode: ProgressMode, quiet: Bool, totalTasks: Int) {
+  public init(mode: ProgressMode, quiet: Bool, totalTasks: Int, area: LiveArea = LiveArea(descriptor: 2)) {
+    self.area = area
     let terminal = isatty(2) == 1 && ProcessInfo.processInfo.environment["TERM"] != "dumb"
     bars = !quiet && (mode == .always || (mode == .auto && terminal))
     self.quiet = quiet
@@ -68,9 +70,7 @@ public final class ProgressDisplay {
 
   private func printAboveBars(_ line: String) {
     if bars {
-      clearBars()
-      err.write(line + "\n")
-      err.flush()
+      area.print([line])
     } else {
       out.write(line + "\n")
       out.flush()
@@ -102,11 +102,25 @@ public final class ProgressDisplay {
     return (last.bytes - first.bytes) * 1000 / Int64(last.time - first.time)
   }
 
+  /// The most transfers with a bar of their own; the rest are counted on one line.
+  static let maximumBars = 8
+
   private func draw(active: [Line]) {
-    clearBars()
+    area.draw(frame(active: active, size: area.size))
+  }
+
+  /// The bar lines for `active` on a terminal of `size`: one per transfer (the first eight by name),
+  /// a line counting the others, and the total, never more than the rows above the cursor's and
+  /// never wider than a line (long names lose their start, so that the file name stays).
+  func frame(active: [Line], size: LiveArea.Size) -> [String] {
     var lines: [String] = []
     let width = 24
-    for line in active.sorted(by: { $0.name < $1.name }).prefix(8) {
+    let columns = max(1, size.columns - 1)
+    // Rows for bars and the "more" line: the total and the cursor's line take two.
+    let room = max(0, size.rows - 2)
+    var shown = min(active.count, Self.maximumBars, room)
+    if shown < active.count { shown = min(shown, max(0, room - 1)) }
+    for line in active.sorted(by: { $0.name < $1.name }).prefix(shown) {
       var text = "  "
       if line.expected > 0 {
         let fraction = min(1, Double(line.received) / Double(line.expected))
@@ -114,34 +128,27 @@ public final class ProgressDisplay {
       } else {
         text += "[" + String(repeating: " ", count: width) + "]      "
       }
-      text += TextFormat.padded(Self.bytes(line.received), to: 10) + " " + line.name
-      lines.append(String(text.prefix(120)))
+      text += TextFormat.padded(Self.bytes(line.received), to: 10) + " "
+      let name = TerminalText.sanitized(line.name)
+      let left = columns - TerminalText.width(of: text)
+      lines.append(
+        left >= 8
+          ? text + TerminalText.truncatedKeepingEnd(name, to: left) : TerminalText.truncated(text + name, to: columns))
     }
-    if active.count > 8 { lines.append("  … and \(active.count - 8) more") }
+    if shown < active.count && room > shown { lines.append("  … and \(active.count - shown) more") }
     let fraction = totalTasks > 0 ? Double(doneTasks) / Double(totalTasks) : 1
     var total = Self.bar(fraction, width: width) + " \(doneTasks)/\(totalTasks) tasks  "
     total += Self.bytes(finishedBytes + activeBytes) + "  " + Self.bytes(rate) + "/s"
     let remainingBytes = expectedBytes - activeBytes
     if rate > 0, remainingBytes > 0 { total += "  ETA " + Self.duration(Double(remainingBytes) / Double(rate)) }
     if failedTasks > 0 { total += "  \(failedTasks) failed" }
-    lines.append(total)
-    for line in lines { err.write("\u{1B}[2K" + line + "\n") }
-    drawnLines = lines.count
-    err.flush()
-  }
-
-  private func clearBars() {
-    guard drawnLines > 0 else { return }
-    err.write("\u{1B}[\(drawnLines)A\u{1B}[J")
-    drawnLines = 0
+    lines.append(TerminalText.truncated(total, to: columns))
+    return lines
   }
 
   /// The closing line: counts, bytes and time.
   public func finish(summary: RunSummary) {
-    if bars {
-      clearBars()
-      err.flush()
-    }
+    if bars { area.clear() }
     let seconds = Double(Engine.now() &- start) / 1000
     var line = "done: \(summary.completed) completed"
     if summary.unchanged > 0 { line += ", \(summary.unchanged) unchanged" }
@@ -153,6 +160,11 @@ public final class ProgressDisplay {
       out.write(line + "\n")
     }
     out.flush()
+  }
+
+  /// Erases the bars for good (a run that ends without its closing line).
+  public func close() {
+    area.clear(close: true)
   }
 
   static func bar(_ fraction: Double, width: Int) -> String {

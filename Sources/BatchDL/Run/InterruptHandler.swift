@@ -9,7 +9,8 @@ import Foundation
 private nonisolated(unsafe) var interruptPipe: Int32 = -1
 
 /// SIGINT and SIGTERM: the first stops the run after checkpointing (exit 3); a second exits at once,
-/// leaving the committed checkpoints valid.
+/// leaving the committed checkpoints valid. Its messages go above the progress bars (and the second
+/// erases them), so that the terminal is left with whole lines and the prompt on a line of its own.
 ///
 /// The handler only writes the signal's number to a pipe (`write` is async-signal-safe); a thread
 /// of its own reads it and acts. Not a Dispatch signal source: that starts libdispatch's event
@@ -22,6 +23,7 @@ final class InterruptHandler: @unchecked Sendable {
   private var action: (@Sendable () -> Void)?
   private let first: @Sendable () -> Void
   private var previous: [Int32: sigaction] = [:]
+  private let area: LiveArea
 
   /// What to do on the first signal, besides `first` (set once the engine exists).
   var onInterrupt: (@Sendable () -> Void)? {
@@ -37,7 +39,8 @@ final class InterruptHandler: @unchecked Sendable {
     }
   }
 
-  init(first: @escaping @Sendable () -> Void) {
+  init(area: LiveArea, first: @escaping @Sendable () -> Void) {
+    self.area = area
     self.first = first
     var ends: [Int32] = [-1, -1]
     guard pipe(&ends) == 0 else { return }
@@ -99,12 +102,10 @@ final class InterruptHandler: @unchecked Sendable {
     let action = self.action
     lock.unlock()
     if seen > 1 {
-      let message = "batchdl: stopped at once; committed checkpoints stay valid\n"
-      _ = message.withCString { write(2, $0, strlen($0)) }
+      area.clear(above: ["batchdl: stopped at once; committed checkpoints stay valid"], close: true)
       _exit(ExitStatus.interrupted.rawValue)
     }
-    let message = "batchdl: stopping after checkpoints (press Ctrl-C again to stop at once)\n"
-    _ = message.withCString { write(2, $0, strlen($0)) }
+    area.print(["batchdl: stopping after checkpoints (press Ctrl-C again to stop at once)"])
     first()
     action?()
   }

@@ -54,6 +54,9 @@ final class RunBookkeeper: TransferObserver {
     display = ProgressDisplay(mode: options.progress, quiet: options.quiet, totalTasks: taskCount)
   }
 
+  /// Where the progress bars are drawn (the signal handler prints there too).
+  var terminal: LiveArea { display.area }
+
   /// The global cap when `--jobs` is not given.
   var globalLimit: Int { JobBuilder.globalLimit(of: plan) }
 
@@ -79,6 +82,7 @@ final class RunBookkeeper: TransferObserver {
   /// Closes the databases (their write-ahead logs folded back in) and the open folder: the
   /// command exits without tearing the run down.
   func close() {
+    display.close()
     recorder.close()
     caches.close()
     placer.close()

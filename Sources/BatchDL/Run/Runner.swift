@@ -108,7 +108,7 @@ public final class Runner {
 
     // The run's bookkeeping (placing files, the report, the state, progress) goes on beside the
     // engine's thread, on the relay's thread, so that the network never waits for the disk.
-    let handler = InterruptHandler { [interrupted] in interrupted.set() }
+    let handler = InterruptHandler(area: books.terminal) { [interrupted] in interrupted.set() }
     let relay = ObserverRelay(books)
     var engine: Engine?
     var failure: RunError?
