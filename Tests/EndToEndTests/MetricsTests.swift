@@ -11,7 +11,8 @@ import Testing
 
   /// Runs `promtool ARGUMENTS...` with `input` on its standard input; its status and output.
   func promtool(_ arguments: [String], input: String = "") throws -> (status: Int32, output: String) {
-    try ExternalTool.run("/usr/bin/promtool", arguments, input: input)
+    let result = try ExternalTool.run("/usr/bin/promtool", arguments, input: input)
+    return (result.status, result.output)
   }
 
   /// The value of the sample `name{labels}` (labels written as in the file), or nil.

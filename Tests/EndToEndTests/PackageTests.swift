@@ -22,37 +22,8 @@ import Testing
     _ command: String, _ arguments: [String], environment changes: [String: String?] = [:],
     in folder: TemporaryDirectory, timeout: TimeInterval = 120
   ) throws -> (status: Int32, stdout: String, stderr: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: command)
-    process.arguments = arguments
-    process.currentDirectoryURL = URL(fileURLWithPath: root)
-    var environment = ProcessInfo.processInfo.environment
-    for (name, value) in changes { environment[name] = value }
-    process.environment = environment
-    let out = folder.path + "/stdout-\(UUID().uuidString)"
-    let err = folder.path + "/stderr-\(UUID().uuidString)"
-    _ = FileManager.default.createFile(atPath: out, contents: nil)
-    _ = FileManager.default.createFile(atPath: err, contents: nil)
-    let outHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
-    let errHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
-    process.standardOutput = outHandle
-    process.standardError = errHandle
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning && Date() < deadline { usleep(50_000) }
-    if process.isRunning {
-      process.terminate()
-      let grace = Date().addingTimeInterval(5)
-      while process.isRunning && Date() < grace { usleep(50_000) }
-      // A script whose SIGTERM is blocked (a mask inherited from the test's thread) still stops.
-      if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-    }
-    process.waitUntilExit()
-    try outHandle.close()
-    try errHandle.close()
-    let read = { (path: String) in (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
-    return (process.terminationStatus, read(out), read(err))
+    let result = try ExternalTool.run(command, arguments, environment: changes, in: root, timeout: timeout)
+    return (result.status, result.stdout, result.stderr)
   }
 
   /// Whether the built binary links the Swift runtime's shared library (a debug build does).

@@ -11,16 +11,8 @@ import Testing
   static let analyze = "/usr/bin/systemd-analyze"
 
   func verify(_ folder: TemporaryDirectory, _ units: [String]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: Self.analyze)
-    process.arguments = ["verify", "--man=no"] + units.map { folder.path + "/" + $0 }
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let text = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: text, as: UTF8.self))
+    let result = try ExternalTool.run(Self.analyze, ["verify", "--man=no"] + units.map { folder.path + "/" + $0 })
+    return (result.status, result.output)
   }
 
   /// The example units, copied into `folder` with the built binary in `ExecStart`.

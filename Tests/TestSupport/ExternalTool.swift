@@ -1,7 +1,19 @@
 import Foundation
 
-/// Another program the tests check batchdl's output with (promtool, cmark-gfm, ...).
+/// Other programs the tests run: checkers of batchdl's output (promtool, cmark-gfm, Chromium,
+/// systemd-analyze) and the project's scripts.
 public enum ExternalTool {
+  public struct Outcome: Sendable {
+    public var status: Int32
+    public var stdout: String
+    public var stderr: String
+    /// It ran past its time and was stopped (SIGTERM, then SIGKILL).
+    public var timedOut: Bool
+
+    /// Standard output, then standard error.
+    public var output: String { stdout + stderr }
+  }
+
   /// The tool's path, or nil when it is not installed (scripts/setup installs it).
   public static func find(_ name: String) -> String? {
     for folder in ["/usr/bin", "/usr/local/bin", "/usr/sbin", "/bin"] {
@@ -11,26 +23,53 @@ public enum ExternalTool {
     return nil
   }
 
-  /// Runs `path arguments...` with `input` on its standard input; its status and its standard
-  /// output and error together.
+  /// Runs `path arguments...` with `input` on its standard input (none when nil), `environment`
+  /// changed (a nil value removes the variable), in `directory`, for at most `timeout` seconds.
+  /// Its output goes to files, so that a chatty program never blocks on a full pipe.
   public static func run(
-    _ path: String, _ arguments: [String], input: String = ""
-  ) throws -> (
-    status: Int32, output: String
-  ) {
+    _ path: String, _ arguments: [String], input: String? = nil, environment changes: [String: String?] = [:],
+    in directory: String? = nil, timeout: TimeInterval = 120
+  ) throws -> Outcome {
+    let folder = TemporaryDirectory()
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
-    let stdin = Pipe()
-    let stdout = Pipe()
-    process.standardInput = stdin
+    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+    var environment = ProcessInfo.processInfo.environment
+    for (name, value) in changes { environment[name] = value }
+    process.environment = environment
+    let stdoutPath = folder.path + "/stdout"
+    let stderrPath = folder.path + "/stderr"
+    _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+    let stdout = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
+    let stderr = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+    defer {
+      try? stdout.close()
+      try? stderr.close()
+    }
     process.standardOutput = stdout
-    process.standardError = stdout
+    process.standardError = stderr
+    if let input {
+      let inputPath = folder.write("stdin", input)
+      process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: inputPath))
+    } else {
+      process.standardInput = FileHandle.nullDevice
+    }
     try process.run()
-    stdin.fileHandleForWriting.write(Data(input.utf8))
-    try stdin.fileHandleForWriting.close()
-    let output = stdout.fileHandleForReading.readDataToEndOfFile()
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning && Date() < deadline { usleep(20_000) }
+    let timedOut = process.isRunning
+    if timedOut {
+      process.terminate()
+      let grace = Date().addingTimeInterval(5)
+      while process.isRunning && Date() < grace { usleep(20_000) }
+      // A program whose SIGTERM is blocked (a mask inherited from the test's thread) still stops.
+      if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
     process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    let read = { (path: String) in (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+    return Outcome(
+      status: process.terminationStatus, stdout: read(stdoutPath), stderr: read(stderrPath), timedOut: timedOut)
   }
 }

@@ -57,43 +57,17 @@ public enum HeadlessChromium {
     _ chromium: String, _ arguments: [String], width: Int, height: Int, timeout: TimeInterval
   ) throws -> (stdout: String, console: [String]) {
     let folder = TemporaryDirectory()
-    let stdoutPath = folder.path + "/stdout"
-    let stderrPath = folder.path + "/stderr"
-    _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
-    _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-    let stdout = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
-    let stderr = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
-    defer {
-      try? stdout.close()
-      try? stderr.close()
+    let result = try ExternalTool.run(
+      chromium, flags(profile: folder.path + "/profile", width: width, height: height) + arguments,
+      environment: ["HOME": folder.path], timeout: timeout)
+    let log = result.stderr
+    if result.timedOut {
+      throw Failure(description: "chromium did not finish within \(Int(timeout)) s: \(log.suffix(2000))")
     }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: chromium)
-    process.arguments = flags(profile: folder.path + "/profile", width: width, height: height) + arguments
-    process.standardInput = FileHandle.nullDevice
-    process.standardOutput = stdout
-    process.standardError = stderr
-    var environment = ProcessInfo.processInfo.environment
-    environment["HOME"] = folder.path
-    process.environment = environment
-    try process.run()
-    let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning && Date() < deadline { usleep(20_000) }
-    let timedOut = process.isRunning
-    if timedOut {
-      process.terminate()
-      let grace = Date().addingTimeInterval(5)
-      while process.isRunning && Date() < grace { usleep(20_000) }
-      if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-    }
-    process.waitUntilExit()
-    let output = (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? ""
-    let log = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
-    if timedOut { throw Failure(description: "chromium did not finish within \(Int(timeout)) s: \(log.suffix(2000))") }
-    guard process.terminationStatus == 0 else {
-      throw Failure(description: "chromium exited with status \(process.terminationStatus): \(log.suffix(2000))")
+    guard result.status == 0 else {
+      throw Failure(description: "chromium exited with status \(result.status): \(log.suffix(2000))")
     }
     let console = log.split(separator: "\n").filter { $0.contains(":CONSOLE") }.map(String.init)
-    return (output, console)
+    return (result.stdout, console)
   }
 }
