@@ -124,7 +124,9 @@ import Testing
       """)
     let result = try BinaryRunner.run(["run", "manifest.yaml", "--progress", "always"], in: fixture.folder.path)
     #expect(result.status == 0)
-    #expect(result.stderr.contains("\u{1B}[2K"))
+    // Lines rewritten in place (erased to their end), and wrapping and the cursor back on at the end.
+    #expect(result.stderr.contains("\u{1B}[K"))
+    #expect(result.stderr.hasSuffix("\u{1B}[?7h\u{1B}[?25h"))
     #expect(result.stderr.contains("0/1 tasks"))
     #expect(result.stderr.contains("completed slow"))
     #expect(result.stdout.contains("done: 1 completed, 0 failed"))
