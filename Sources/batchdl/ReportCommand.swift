@@ -8,6 +8,21 @@ struct ReportCommand: ParsableCommand {
     subcommands: [Diff.self, Merge.self, Html.self]
   )
 
+  /// Runs `body`; a report that cannot be read, or an `output` that cannot be written, ends the
+  /// command with exit status 2 and a line that says which.
+  static func handlingErrors<T>(writing output: String? = nil, _ body: () throws -> T) throws -> T {
+    var stderr = StandardError()
+    do {
+      return try body()
+    } catch let error as RunReport.ReadError {
+      stderr.write("batchdl: \(error)\n")
+      throw ExitCode(ExitStatus.invalid.rawValue)
+    } catch let error as SystemError {
+      stderr.write("batchdl: cannot write \(output ?? "the output"): \(error)\n")
+      throw ExitCode(ExitStatus.invalid.rawValue)
+    }
+  }
+
   struct Diff: ParsableCommand {
     static let configuration = CommandConfiguration(
       commandName: "diff",
@@ -64,20 +79,15 @@ struct ReportCommand: ParsableCommand {
     }
 
     func run() throws {
-      var stderr = StandardError()
-      do {
-        let diff = ReportDiff(
-          old: try RunReport.read(path: old), new: try RunReport.read(path: new), rules: try rules())
-        if json {
-          print(diff.json.text)
-        } else {
-          print(markdown ? diff.markdown() : diff.text, terminator: "")
-        }
-        if !diff.regressions.isEmpty { throw ExitCode(ExitStatus.taskFailed.rawValue) }
-      } catch let error as RunReport.ReadError {
-        stderr.write("batchdl: \(error)\n")
-        throw ExitCode(ExitStatus.invalid.rawValue)
+      let diff = try ReportCommand.handlingErrors {
+        ReportDiff(old: try RunReport.read(path: old), new: try RunReport.read(path: new), rules: try rules())
       }
+      if json {
+        print(diff.json.text)
+      } else {
+        print(markdown ? diff.markdown() : diff.text, terminator: "")
+      }
+      if !diff.regressions.isEmpty { throw ExitCode(ExitStatus.taskFailed.rawValue) }
     }
   }
 
@@ -106,16 +116,13 @@ struct ReportCommand: ParsableCommand {
     }
 
     func run() throws {
-      var stderr = StandardError()
-      do {
+      let merged = try ReportCommand.handlingErrors(writing: output) {
         let merged = try RunReport.merge(
           try reports.map { path throws(RunReport.ReadError) in (path, try RunReport.read(path: path)) })
         try AtomicFile.write(merged.json(timings: merged.hasTimings), to: output)
-        print("merged \(reports.count) reports (\(merged.results.count) tasks) into \(output)")
-      } catch let error as RunReport.ReadError {
-        stderr.write("batchdl: \(error)\n")
-        throw ExitCode(ExitStatus.invalid.rawValue)
+        return merged
       }
+      print("merged \(reports.count) reports (\(merged.results.count) tasks) into \(output)")
     }
   }
 
@@ -151,19 +158,13 @@ struct ReportCommand: ParsableCommand {
     var output: String
 
     func run() throws {
-      var stderr = StandardError()
-      do {
+      let (count, html) = try ReportCommand.handlingErrors(writing: output) {
         let report = try RunReport.read(path: report)
         let html = ReportPage(report: report).html
         try AtomicFile.write(html, to: output)
-        print("wrote \(output) (\(report.results.count) tasks, \(ProgressDisplay.bytes(Int64(html.utf8.count))))")
-      } catch let error as RunReport.ReadError {
-        stderr.write("batchdl: \(error)\n")
-        throw ExitCode(ExitStatus.invalid.rawValue)
-      } catch let error as SystemError {
-        stderr.write("batchdl: cannot write \(output): \(error)\n")
-        throw ExitCode(ExitStatus.invalid.rawValue)
+        return (report.results.count, html)
       }
+      print("wrote \(output) (\(count) tasks, \(ProgressDisplay.bytes(Int64(html.utf8.count))))")
     }
   }
 }

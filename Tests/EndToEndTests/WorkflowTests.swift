@@ -128,4 +128,17 @@ import Testing
     #expect(missing.status == 2)
     #expect(missing.stderr.contains("JOB_COMPLETION_INDEX"))
   }
+
+  @Test func reportCommandsThatCannotWriteTheirOutputSayWhyAndExit2() throws {
+    let folder = TemporaryDirectory()
+    folder.write(
+      "report.json",
+      #"{"format": "batchdl-report/1", "manifest": "m.yaml", "summary": {"requests": 0}, "tasks": []}"#)
+    folder.write("blocked", "a file where a folder should be")
+    for command in [["merge", "report.json"], ["html", "report.json"]] {
+      let result = try BinaryRunner.run(["report"] + command + ["-o", "blocked/out"], in: folder.path)
+      #expect(result.status == 2, "\(command): \(result.stderr)")
+      #expect(result.stderr.hasPrefix("batchdl: cannot write blocked/out: "), "\(command): \(result.stderr)")
+    }
+  }
 }

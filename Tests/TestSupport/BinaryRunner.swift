@@ -2,11 +2,7 @@ import Foundation
 
 /// Runs the built `batchdl` executable, as a user or a cron job would.
 public enum BinaryRunner {
-  public struct Outcome: Sendable {
-    public var status: Int32
-    public var stdout: String
-    public var stderr: String
-  }
+  public typealias Outcome = ExternalTool.Outcome
 
   /// The built executable: `BATCHDL_BIN`, else `batchdl` beside the test bundle in the build folder.
   public static var executable: String {
@@ -29,42 +25,7 @@ public enum BinaryRunner {
     _ arguments: [String], in directory: String? = nil, environment: [String: String] = [:],
     timeout: TimeInterval = 60
   ) throws -> Outcome {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-    var env = ProcessInfo.processInfo.environment
-    for (key, value) in environment { env[key] = value }
-    process.environment = env
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let group = DispatchGroup()
-    nonisolated(unsafe) var stdoutData = Data()
-    nonisolated(unsafe) var stderrData = Data()
-    group.enter()
-    DispatchQueue.global().async {
-      stdoutData = out.fileHandleForReading.readDataToEndOfFile()
-      group.leave()
-    }
-    group.enter()
-    DispatchQueue.global().async {
-      stderrData = err.fileHandleForReading.readDataToEndOfFile()
-      group.leave()
-    }
-    let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning && Date() < deadline { usleep(10_000) }
-    if process.isRunning {
-      process.terminate()
-      process.waitUntilExit()
-    }
-    group.wait()
-    process.waitUntilExit()
-    return Outcome(
-      status: process.terminationStatus, stdout: String(decoding: stdoutData, as: UTF8.self),
-      stderr: String(decoding: stderrData, as: UTF8.self))
+    try ExternalTool.run(
+      executable, arguments, environment: environment.mapValues { $0 }, in: directory, timeout: timeout)
   }
 }

@@ -68,7 +68,9 @@ public enum ExternalTool {
       if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
     process.waitUntilExit()
-    let read = { (path: String) in (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+    // Bytes that are not UTF-8 (a hostile server's, echoed) become U+FFFD rather than lose the rest.
+    let read = { (path: String) in String(decoding: FileManager.default.contents(atPath: path) ?? Data(), as: UTF8.self)
+    }
     return Outcome(
       status: process.terminationStatus, stdout: read(stdoutPath), stderr: read(stderrPath), timedOut: timedOut)
   }

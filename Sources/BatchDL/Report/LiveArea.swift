@@ -4,17 +4,18 @@ import Foundation
   import Glibc
 #endif
 
-/// The bars' lines at the bottom of a terminal, redrawn in place. Every change is one `write`: the
-/// cursor goes back up over the lines drawn last, each bar line is rewritten and erased to its end
-/// (`ESC[K`), and what is left below is erased (`ESC[J`); the screen is never cleared (and never
-/// erased from its top left corner, which tmux would take for a clear and copy to its scrollback). Lines that
-/// stay (finished tasks, notes) replace the bars first, and the bars follow them in the same write. Bar lines are cut to the terminal's width
-/// (asked at every frame, so a resized terminal is followed) and never wrap, which would shift every
-/// later frame; there are never more of them than the terminal has rows. The cursor is hidden and
-/// line wrapping turned off only inside a frame's write, so the terminal is in its own state between
-/// frames: an interrupt, a kill or a crash cannot leave it changed.
+/// The bars' lines at the bottom of a terminal, redrawn in place. Every change is one `write`:
+/// the cursor goes back up over the lines drawn last, each bar line is rewritten and erased to its
+/// end (`ESC[K`), and what is left below is erased (`ESC[J`); the screen is never cleared (and
+/// never erased from its top left corner, which tmux would take for a clear and copy to its
+/// scrollback). Lines that stay (finished tasks, notes) replace the bars first, and the bars follow
+/// them in the same write. Bar lines are cut to the terminal's width (asked at every frame, so a
+/// resized terminal is followed) and never wrap, which would shift every later frame; there are
+/// never more of them than the terminal has rows. The cursor is hidden and line wrapping turned
+/// off only inside a frame's write, so the terminal is in its own state between frames: an
+/// interrupt, a kill or a crash cannot leave it changed.
 ///
-/// Shared with the signal handler's queue (an interrupt's message is printed above the bars), so
+/// Shared with the signal handler's thread (an interrupt's message is printed above the bars), so
 /// every use takes the lock.
 public final class LiveArea: @unchecked Sendable {
   /// A terminal's size in character cells.
@@ -79,7 +80,7 @@ public final class LiveArea: @unchecked Sendable {
     lock.lock()
     defer { lock.unlock() }
     if drawnWidths.isEmpty || closed {
-      output(Array(above.map { TerminalText.sanitized($0) + "\n" }.joined().utf8))
+      output(plain(above))
     } else {
       output(frame(above: above, bars: lines))
     }
@@ -92,10 +93,15 @@ public final class LiveArea: @unchecked Sendable {
     if close { closed = true }
     lines = []
     if drawnWidths.isEmpty {
-      if !above.isEmpty { output(Array(above.map { TerminalText.sanitized($0) + "\n" }.joined().utf8)) }
+      if !above.isEmpty { output(plain(above)) }
     } else {
       output(frame(above: above, bars: []))
     }
+  }
+
+  /// `lines` as they are, with no bars on the screen.
+  private func plain(_ lines: [String]) -> [UInt8] {
+    Array(lines.map { TerminalText.sanitized($0) + "\n" }.joined().utf8)
   }
 
   /// One frame's bytes; records what it leaves on the screen.

@@ -499,15 +499,11 @@ final class RunBookkeeper: TransferObserver {
   /// A task's result before its outcome is known; without `described`, its id, URL and `to` are
   /// left empty (see `describesTasks`): a run of 100,000 small files spends less that way.
   private func base(_ task: PlannedTask, described: Bool = true) -> TaskResult {
-    var result =
-      described
-      ? TaskResult(
-        id: id(task), session: plan.manifest.sessions[Int(task.session)].name, kind: task.kind,
-        url: redactor.url(plan.url(of: task)), to: plan.destination(of: task).map { redactor.text($0) },
-        outcome: .failed, seconds: jobTimes?.ended ?? offset(Engine.now()), task: task)
-      : TaskResult(
-        id: "", session: plan.manifest.sessions[Int(task.session)].name, kind: task.kind, url: "", to: nil,
-        outcome: .failed, seconds: jobTimes?.ended ?? offset(Engine.now()), task: task)
+    var result = TaskResult(
+      id: described ? id(task) : "", session: plan.manifest.sessions[Int(task.session)].name, kind: task.kind,
+      url: described ? redactor.url(plan.url(of: task)) : "",
+      to: described ? plan.destination(of: task).map { redactor.text($0) } : nil,
+      outcome: .failed, seconds: jobTimes?.ended ?? offset(Engine.now()), task: task)
     result.started = jobTimes?.started
     return result
   }
