@@ -26,6 +26,10 @@ let package = Package(
       cSettings: [.unsafeFlags(["-Wall", "-Werror"])],
       linkerSettings: [.linkedLibrary("curl")]
     ),
+    .target(
+      name: "CSystem",
+      cSettings: [.unsafeFlags(["-Wall", "-Werror"])]
+    ),
     .systemLibrary(
       name: "CYAML",
       pkgConfig: "yaml-0.1",
@@ -40,6 +44,7 @@ let package = Package(
       name: "BatchDL",
       dependencies: [
         "CCurl",
+        "CSystem",
         "CYAML",
         "CSQLite",
         .product(name: "Crypto", package: "swift-crypto"),

@@ -1,3 +1,4 @@
+import CSystem
 import Foundation
 
 #if canImport(Glibc)
@@ -101,10 +102,9 @@ public enum AtomicFile {
     return status
   }
 
-  /// `O_TMPFILE` (`__O_TMPFILE | O_DIRECTORY`, 020200000 on Linux), which Swift does not import.
-  private static let unnamedFlag: Int32 = 0o20_200_000
-  /// `AT_EMPTY_PATH` (0x1000 on Linux), which Glibc only declares for _GNU_SOURCE.
-  private static let emptyPathFlag: Int32 = 0x1000
+  /// `O_TMPFILE` and `AT_EMPTY_PATH`, which Swift's Glibc module does not import.
+  private static let unnamedFlag = csystem_unnamed_file_flag()
+  private static let emptyPathFlag = csystem_empty_path_flag()
 
   /// Writes `bytes` into an unnamed file in `path`'s folder (`O_TMPFILE`), then links it in as
   /// `path`: it appears whole, and the folder changes once (a temporary and a rename change a big

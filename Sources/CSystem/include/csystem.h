@@ -1,0 +1,17 @@
+#ifndef BATCHDL_CSYSTEM_H
+#define BATCHDL_CSYSTEM_H
+
+/* Linux constants and calls that Swift's Glibc module does not import: they are declared only for
+ * _GNU_SOURCE, or in headers the module leaves out. Their values differ between architectures, so
+ * they are read from the C library here rather than written out in Swift. */
+
+/* O_DIRECT: writes that bypass the page cache. */
+int csystem_direct_flag(void);
+/* O_TMPFILE: an unnamed file in a folder. */
+int csystem_unnamed_file_flag(void);
+/* AT_EMPTY_PATH: an *at call on the descriptor itself. */
+int csystem_empty_path_flag(void);
+/* The filesystem's type (statfs f_type, e.g. 0xEF53 for ext2/3/4), or -1 when it cannot be read. */
+long csystem_filesystem_type(int descriptor);
+
+#endif

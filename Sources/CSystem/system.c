@@ -1,0 +1,17 @@
+#define _GNU_SOURCE
+#include "csystem.h"
+
+#include <fcntl.h>
+#include <sys/vfs.h>
+
+int csystem_direct_flag(void) { return O_DIRECT; }
+
+int csystem_unnamed_file_flag(void) { return O_TMPFILE; }
+
+int csystem_empty_path_flag(void) { return AT_EMPTY_PATH; }
+
+long csystem_filesystem_type(int descriptor) {
+  struct statfs info;
+  if (fstatfs(descriptor, &info) != 0) return -1;
+  return (long)info.f_type;
+}
