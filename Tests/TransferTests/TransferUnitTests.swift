@@ -12,17 +12,7 @@ import Testing
     let folder = TemporaryDirectory()
     let path = folder.path + "/f.part"
     let body = (0..<(3 << 20) + 12345).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-    let sink = try FileSink(path: path)
-    var offset = 0
-    while offset < body.count {
-      let end = min(body.count, offset + 70_000)
-      #expect(body[offset..<end].withUnsafeBytes { sink.write($0) })
-      offset = end
-    }
-    let result = try sink.finish().get()
-    #expect(result.size == Int64(body.count))
-    #expect(result.sha256 == hex(body))
-    #expect(FileManager.default.contents(atPath: path) == Data(body))
+    try writeAndCheck(body, piece: 70_000, into: try FileSink(path: path), path: path)
   }
 
   @Test func aResumedSinkKeepsAtMostThreeBuffersInFlight() throws {
@@ -34,16 +24,21 @@ import Testing
     #expect(FileManager.default.createFile(atPath: path, contents: Data(kept)))
     let more = [UInt8](repeating: 13, count: 24 << 20)
     let sink = try FileSink(path: path, keeping: Int64(kept.count))
-    var offset = 0
-    while offset < more.count {
-      let end = min(more.count, offset + 1 << 20)
-      #expect(more[offset..<end].withUnsafeBytes { sink.write($0) })
-      offset = end
-    }
+    write(more, piece: 1 << 20, into: sink)
     let result = try sink.finish().get()
     #expect(result.size == Int64(kept.count + more.count))
     #expect(result.sha256 == hex(kept + more))
     #expect(sink.buffersAllocated <= FileSink.bufferCount, "\(sink.buffersAllocated) buffers")
+  }
+
+  /// Writes `body` from `start` on, in pieces of `piece` bytes.
+  func write(_ body: [UInt8], from start: Int = 0, piece: Int, into sink: FileSink) {
+    var offset = start
+    while offset < body.count {
+      let end = min(body.count, offset + piece)
+      #expect(body[offset..<end].withUnsafeBytes { sink.write($0) })
+      offset = end
+    }
   }
 
   /// Writes `body` in pieces of `piece` bytes and checks the file, its size and its SHA-256.
@@ -52,12 +47,7 @@ import Testing
   func writeAndCheck(
     _ body: [UInt8], piece: Int, into sink: FileSink, path: String, kept: Int = 0
   ) throws -> Int {
-    var offset = kept
-    while offset < body.count {
-      let end = min(body.count, offset + piece)
-      #expect(body[offset..<end].withUnsafeBytes { sink.write($0) })
-      offset = end
-    }
+    write(body, from: kept, piece: piece, into: sink)
     let result = try sink.finish().get()
     #expect(result.size == Int64(body.count))
     #expect(result.sha256 == hex(body))
@@ -135,12 +125,7 @@ import Testing
     // be written and hashed.
     let body = (0..<((3 << 20) + 777)).map { UInt8(truncatingIfNeeded: $0 &* 11) }
     let sink = try FileSink(path: "/dev/null", direct: .anyFilesystem)
-    var offset = 0
-    while offset < body.count {
-      let end = min(body.count, offset + 200_000)
-      #expect(body[offset..<end].withUnsafeBytes { sink.write($0) })
-      offset = end
-    }
+    write(body, piece: 200_000, into: sink)
     let result = try sink.finish().get()
     #expect(result.size == Int64(body.count))
     #expect(result.sha256 == hex(body))
@@ -197,12 +182,7 @@ import Testing
     _ = FileManager.default.createFile(atPath: path, contents: Data([9, 9, 9, 9]))
     let body = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 17) }
     let sink = try FileSink(path: path, holding: true)
-    var offset = 0
-    while offset < body.count {
-      let end = min(body.count, offset + 16_384)
-      #expect(body[offset..<end].withUnsafeBytes { sink.write($0) })
-      offset = end
-    }
+    write(body, piece: 16_384, into: sink)
     #expect(sink.isOnDisk)
     #expect(sink.syncNow() == 300_000)
     let result = try sink.finish().get()
