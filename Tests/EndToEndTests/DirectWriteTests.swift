@@ -51,6 +51,51 @@ import Testing
     }
   }
 
+  /// A body cut off past its direct blocks is never placed; the next run resumes from the
+  /// checkpoint (off a block boundary: the resumed sink writes its first buffer through the page
+  /// cache, then direct), gets a range that ends short, continues it, and the file comes out whole.
+  @Test func aCutBodyIsNeverPlacedAndResumesThroughAShortRange() throws {
+    let fixture = try RunFixture()
+    let body = TestData.pseudoRandomBytes(count: Self.size, seed: 72)
+    let digest = SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
+    let manifest = { (attempts: Int) in
+      """
+      version: 1
+      defaults:
+        retry: {attempts: \(attempts), backoff: 100ms}
+      sessions:
+        main:
+          tasks:
+            - download: BASE/big.bin
+              sha256: \(digest)
+      """
+    }
+    // 6 MiB/s, so that checkpoints are made before the cut at 9 MiB.
+    let cut = (9 << 20) + 5
+    fixture.server.route(
+      "/big.bin", .file(FileResource(body: body, etag: .strong("v1"), dropAfter: cut, rateLimit: 6 << 20)))
+    fixture.manifest(manifest(1))
+    let first = try fixture.run()
+    #expect(first.status == 1, "\(first.stdout)\(first.stderr)")
+    #expect(!fixture.folder.exists("big.bin"))
+    #expect((try fixture.tasks()["big.bin"]?["error"] as? [String: Any])?["code"] as? String == "network")
+    let saved = fixture.checkpointBytes()
+    #expect(saved > 1 << 20 && saved <= Int64(cut), "checkpoint at \(saved)")
+
+    let short = (10 << 20) + 3
+    fixture.server.route(
+      "/big.bin", .file(FileResource(body: body, etag: .strong("v1"), rangeFault: .shortRange(upper: short))))
+    fixture.server.clearLog()
+    fixture.manifest(manifest(2))
+    let second = try fixture.run()
+    #expect(second.status == 0, "\(second.stdout)\(second.stderr)")
+    #expect(try fixture.tasks()["big.bin"]?["sha256"] as? String == digest)
+    let intact = fixture.holds("big.bin", body)
+    #expect(intact)
+    let starts = fixture.server.requests(for: "/big.bin").map(rangeOffset)
+    #expect(starts == [saved, Int64(short + 1)], "\(starts)")
+  }
+
   @Test func directWritesTurnedOffGoThroughThePageCache() throws {
     let run = try download(environment: ["BATCHDL_DIRECT_IO": "off"])
     #expect(run.cached >= Self.size - 8192, "\(run.cached) bytes cached")

@@ -56,6 +56,13 @@ import Testing
     return cached
   }
 
+  /// Whether a sink in `mode` writes `path` direct (its filesystem is one where that pays).
+  func directWritesPay(_ path: String, mode: DirectWrites.Mode) -> Bool {
+    let fd = open(path, O_RDONLY)
+    defer { close(fd) }
+    return DirectWrites.pays(for: fd, mode: mode)
+  }
+
   /// Pages of the file in the page cache (`mincore` over a mapping of it).
   func cachedPages(_ path: String) -> Int {
     let fd = open(path, O_RDONLY)
@@ -84,10 +91,7 @@ import Testing
       let path = folder.path + "/f-\(mode).part"
       let sink = try FileSink(path: path, direct: mode)
       let cached = try writeAndCheck(body, piece: piece, into: sink, path: path)
-      let fd = open(path, O_RDONLY)
-      let pays = DirectWrites.pays(for: fd, mode: mode)
-      close(fd)
-      if pays {
+      if directWritesPay(path, mode: mode) {
         // All but the inline MiB, the first buffer (when it starts off a block) and the last block.
         let most = (1 << 20) + FileSink.bufferSize + 4096
         #expect(sink.directBytes >= Int64(size - most), "\(sink.directBytes) bytes direct")
@@ -111,9 +115,7 @@ import Testing
     #expect(FileManager.default.createFile(atPath: path, contents: Data(body[0..<kept])))
     let sink = try FileSink(path: path, keeping: Int64(kept))
     try writeAndCheck(body, piece: 100_000, into: sink, path: path, kept: kept)
-    let fd = open(path, O_RDONLY)
-    defer { close(fd) }
-    if DirectWrites.pays(for: fd, mode: .auto) {
+    if directWritesPay(path, mode: .auto) {
       let most = FileSink.bufferSize + 4096
       #expect(sink.directBytes >= Int64(body.count - kept - most), "\(sink.directBytes) bytes direct")
       #expect(sink.directBytes > 0)
