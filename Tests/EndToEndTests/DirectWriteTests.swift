@@ -10,12 +10,16 @@ import Testing
 @Suite struct DirectWriteTests {
   static let size = (12 << 20) + 777
 
+  static func sha256(_ bytes: [UInt8]) -> String {
+    SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+  }
+
   /// Runs a 12 MiB download; returns the bytes of the file in the page cache, and whether the
   /// folder's filesystem is one batchdl writes direct on.
   func download(environment: [String: String]) throws -> (cached: Int, direct: Bool) {
     let fixture = try RunFixture()
     let body = TestData.pseudoRandomBytes(count: Self.size, seed: 71)
-    let digest = SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
+    let digest = Self.sha256(body)
     fixture.server.route("/big.bin", .file(FileResource(body: body, etag: .strong("v1"))))
     fixture.manifest(
       """
@@ -57,7 +61,7 @@ import Testing
   @Test func aCutBodyIsNeverPlacedAndResumesThroughAShortRange() throws {
     let fixture = try RunFixture()
     let body = TestData.pseudoRandomBytes(count: Self.size, seed: 72)
-    let digest = SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
+    let digest = Self.sha256(body)
     let manifest = { (attempts: Int) in
       """
       version: 1

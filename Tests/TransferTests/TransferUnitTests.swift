@@ -6,7 +6,7 @@ import Testing
 @testable import BatchDL
 
 @Suite struct BodySinkTests {
-  func hex(_ bytes: [UInt8]) -> String { SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined() }
+  func hex(_ bytes: [UInt8]) -> String { SHA256.hash(data: bytes).hexString }
 
   @Test func aFileSinkHashesAndWritesEverythingPastTheInlineMiB() throws {
     let folder = TemporaryDirectory()

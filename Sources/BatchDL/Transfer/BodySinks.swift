@@ -346,7 +346,7 @@ final class FileSink: BodySink, @unchecked Sendable {
       case .written(let count):
         done = count
         shared.withLock {
-          $0.stored = chunk.offset + Int64(count)
+          $0.stored += Int64(count)
           $0.storedDirect += Int64(count)
         }
       case .refused:
