@@ -43,21 +43,6 @@ final class EasyHandle {
     errorBuffer.deallocate()
   }
 
-  /// Makes the handle as new for another transfer of the same session: its options, header lists
-  /// and form go, and it leaves its cookie share; libcurl keeps the rest (connections, caches).
-  func reset() {
-    ccurl_easy_setopt_pointer(raw, CURLOPT_SHARE, nil)
-    curl_easy_reset(raw)
-    for list in lists { curl_slist_free_all(list) }
-    lists.removeAll()
-    if let mime {
-      curl_mime_free(mime)
-      self.mime = nil
-    }
-    errorBuffer[0] = 0
-    ccurl_easy_setopt_pointer(raw, CURLOPT_ERRORBUFFER, errorBuffer)
-  }
-
   /// libcurl's detailed message for the last failure, or its generic text for `code`.
   func message(for code: CURLcode) -> String {
     let detail = String(cString: errorBuffer)

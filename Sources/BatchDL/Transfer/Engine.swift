@@ -210,14 +210,11 @@ public final class Engine {
   private var firstSeen: [Int: (time: UInt64, count: Int64)] = [:]
   /// Per-session byte budgets for `rate_limit`.
   var buckets: [Int: RateBucket] = [:]
-  /// Per-session cookie engines.
-  var cookies: [Int: SessionCookies] = [:]
+  /// Per-session libcurl shares: cookies and TLS sessions.
+  var shares: [Int: SessionShare] = [:]
   let cancelled = Flag()
   /// Whether the observer wants each response head (else only completions carry it).
   private var reportsResponses = true
-  /// Reset easy handles of finished transfers, per session: reusing them spares libcurl setting
-  /// up a handle for every small file.
-  var spareHandles: [Int: [EasyHandle]] = [:]
   /// The downloads being fetched as ranges, by job.
   var segmented: [Int: SegmentedDownload] = [:]
 
@@ -306,7 +303,7 @@ public final class Engine {
 
   /// Runs every job to its end (or until `cancel()`), then saves the sessions' cookies.
   public func run() throws(CurlSetupError) {
-    defer { for jar in cookies.values { jar.save() } }
+    defer { for share in shares.values { share.save() } }
     reportsResponses = observer?.wantsResponses ?? false
     for index in jobs.indices where jobs[index].waitingOn == 0 { enqueue(index) }
     var now = Self.now()
@@ -440,15 +437,7 @@ public final class Engine {
     }
     let transfer: Transfer
     do {
-      let spare = spareHandles[built.spec.sessionKey]?.popLast()
-      transfer = try Transfer(job: job, spec: built.spec, timeout: budget, easy: spare)
-      if let jar = built.spec.cookieJar {
-        let key = built.spec.sessionKey
-        let jarHandle = cookies[key] ?? SessionCookies(jar: jar.isEmpty ? nil : jar)
-        cookies[key] = jarHandle
-        try jarHandle.attach(transfer.easy)
-      }
-      try multi.add(transfer.easy)
+      transfer = try makeTransfer(job, spec: built.spec, timeout: budget)
     } catch let failure as TransferFailure {
       var failure = failure
       failure.attempts = jobs[job].attempts
@@ -544,7 +533,6 @@ public final class Engine {
   private func finish(handle: UnsafeMutableRawPointer, code: CURLcode) {
     guard let transfer = active.removeValue(forKey: handle) else { return }
     multi.remove(transfer.easy)
-    defer { recycle(transfer.easy, session: transfer.spec.sessionKey) }
     let job = transfer.job
     lastSync[job] = nil
     firstSeen[job] = nil
@@ -688,11 +676,20 @@ public final class Engine {
     }
   }
 
-  /// Keeps a finished transfer's handle for the session's next one (at most `globalLimit` each).
-  private func recycle(_ easy: EasyHandle, session: Int) {
-    guard spareHandles[session, default: []].count < globalLimit else { return }
-    easy.reset()
-    spareHandles[session, default: []].append(easy)
+  /// A new transfer on a new easy handle, with its session's share, added to the multi handle.
+  ///
+  /// Easy handles are never reused: libcurl 7.88 keeps a handle's receive buffer after a transfer
+  /// whose HTTP/2 connection still carries other streams, or that failed before connecting (DNS),
+  /// and then refuses `CURLOPT_BUFFERSIZE` on it; `curl_easy_reset` would set the size back to
+  /// 16 KiB over a buffer of the old size. What reuse kept (TLS sessions) is in the share.
+  func makeTransfer(_ job: Int, spec: TransferSpec, timeout: Interval?) throws -> Transfer {
+    let transfer = try Transfer(job: job, spec: spec, timeout: timeout)
+    let key = spec.sessionKey
+    let share = shares[key] ?? SessionShare(cookieJar: spec.cookieJar)
+    shares[key] = share
+    try share.attach(transfer.easy)
+    try multi.add(transfer.easy)
+    return transfer
   }
 
   /// Exponential backoff with equal jitter, at least the server's `Retry-After` (capped at an hour).

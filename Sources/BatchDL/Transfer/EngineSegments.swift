@@ -142,14 +142,7 @@ extension Engine {
     spec.extents = []
     let transfer: Transfer
     do {
-      transfer = try Transfer(
-        job: job, spec: spec, timeout: nil, easy: spareHandles[spec.sessionKey]?.popLast())
-      if let jar = spec.cookieJar {
-        let jarHandle = cookies[spec.sessionKey] ?? SessionCookies(jar: jar.isEmpty ? nil : jar)
-        cookies[spec.sessionKey] = jarHandle
-        try jarHandle.attach(transfer.easy)
-      }
-      try multi.add(transfer.easy)
+      transfer = try makeTransfer(job, spec: spec, timeout: nil)
     } catch {
       piece.failures += 1
       piece.notBefore = now + 1000

@@ -40,14 +40,13 @@ final class Transfer {
   var lastMoveTime: UInt64 = 0
   private(set) var expected: Int64 = -1
 
-  /// `easy`: a handle of an earlier transfer of the same session, reset; nil for a new one.
-  init(job: Int, spec: TransferSpec, timeout: Interval?, easy: EasyHandle? = nil) throws {
+  init(job: Int, spec: TransferSpec, timeout: Interval?) throws {
     self.job = job
     self.spec = spec
     gate = BodyGate(
       asked: spec.resume.map { BodyGate.Asked(start: $0.offset, end: spec.rangeEnd, total: $0.total) },
       conditional: spec.conditional != nil, isHead: spec.method.uppercased() == "HEAD", decodes: spec.decodeContent)
-    self.easy = try easy ?? EasyHandle()
+    self.easy = try EasyHandle()
     try configure(timeout: timeout)
   }
 

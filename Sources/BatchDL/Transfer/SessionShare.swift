@@ -4,21 +4,28 @@ import CCurl
   import Glibc
 #endif
 
-/// A session's cookies, through libcurl's cookie engine: one share handle for all of the session's
-/// transfers, loaded from and saved to a jar in the state folder (memory only for ephemeral
-/// sessions, whose `jar` is nil).
-final class SessionCookies {
+/// What a session's transfers share through one libcurl share handle: TLS sessions, so that a new
+/// connection to a host the session has talked to resumes its TLS session instead of a full
+/// handshake (every transfer has its own easy handle); and, when the session keeps cookies, its
+/// cookie store, loaded from and saved to a jar in the state folder (memory only for ephemeral
+/// sessions).
+final class SessionShare {
   private let share: UnsafeMutableRawPointer?
-  let jar: String?
+  /// nil: no cookies; "": cookies in memory only; else the jar's path.
+  let cookieJar: String?
   private var loaded = false
   /// The jar existed when the session's first transfer read it.
   private var hadJar = false
 
-  init(jar: String?) {
-    self.jar = jar
+  init(cookieJar: String?) {
+    self.cookieJar = cookieJar
     share = curl_share_init()
     if let share {
-      _ = ccurl_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_COOKIE.rawValue))
+      _ = ccurl_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_SSL_SESSION.rawValue))
+      // A share that holds cookies turns libcurl's cookie engine on for every handle given it.
+      if cookieJar != nil {
+        _ = ccurl_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_COOKIE.rawValue))
+      }
     }
   }
 
@@ -26,10 +33,13 @@ final class SessionCookies {
     if let share { curl_share_cleanup(share) }
   }
 
-  /// Gives `easy` the session's cookies; the first transfer also reads the jar.
+  private var jar: String? { cookieJar.flatMap { $0.isEmpty ? nil : $0 } }
+
+  /// Gives `easy` the session's share; with cookies, the first transfer also reads the jar.
   func attach(_ easy: EasyHandle) throws(CurlSetupError) {
     guard let share else { return }
     try easy.set(CURLOPT_SHARE, pointer: share)
+    guard cookieJar != nil else { return }
     // The first transfer reads the jar into the shared store; the others only turn the engine on
     // (an empty name reads no file).
     let file = loaded ? nil : jar.flatMap { access($0, R_OK) == 0 ? $0 : nil }
