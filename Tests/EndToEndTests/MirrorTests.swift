@@ -95,6 +95,36 @@ import Testing
     #expect(error["code"] as? String == "all-sources-failed")
   }
 
+  @Test func aSourceWhoseNameDoesNotResolveHandsOverToTheNext() throws {
+    // A failed name lookup used to leave libcurl's receive buffer on the handle, which the
+    // session's next transfer reused and could not set up ("libcurl refused option 98").
+    let fixture = try RunFixture()
+    let body = FileResource.versionBytes(2, length: 10_000)
+    fixture.server.route("/f.bin", .file(FileResource(body: body, etag: .strong("f2"))))
+    fixture.server.route("/g.bin", .file(FileResource(body: body, etag: .strong("g2"))))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          network: {max_concurrent: 1}
+          tasks:
+            - download: http://mirror.batchdl-test.invalid/f.bin
+              to: f.bin
+              mirrors: [BASE/f.bin]
+            - download: BASE/g.bin
+              to: g.bin
+              after: [f.bin]
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stdout)\(outcome.stderr)")
+    #expect(fixture.holds("f.bin", body))
+    #expect(fixture.holds("g.bin", body))
+    let failed = fixture.events().filter { $0["event"] as? String == "source_failed" }
+    #expect((failed.first?["error"] as? [String: Any])?["code"] as? String == "dns")
+  }
+
   @Test func aDownloadWhoseEverySourceFailsListsEachError() throws {
     let fixture = try RunFixture()
     let refused = try RefusedPort()

@@ -41,9 +41,10 @@ small_inputs() {
 # nginx_start ROOT WWW PORT WORKERS [HTTP_DIRECTIVES]: writes ROOT/nginx.conf, which serves WWW on
 # 127.0.0.1:PORT only with WORKERS worker processes (HTTP_DIRECTIVES, one per line, are added to its
 # http block), stops a server an interrupted run left on the port, and starts nginx. nginx_stop
-# ROOT stops it; the caller sets its own EXIT trap.
+# ROOT stops it; the caller sets its own EXIT trap. With TLS_DIR set (see tls_files), nginx
+# serves HTTPS with HTTP/2 offered by ALPN, with TLS_DIR's server certificate.
 nginx_start() {
-  local root=$1 www=$2 port=$3 workers=$4 extra=${5:-}
+  local root=$1 www=$2 port=$3 workers=$4 extra=${5:-} listen=""
   nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
   {
     echo "worker_processes $workers;"
@@ -58,7 +59,13 @@ nginx_start() {
       echo "  ${kind/body/client_body}_temp_path $root/tmp-$kind;"
     done
     echo "  server {"
-    echo "    listen 127.0.0.1:$port;"
+    [ -n "${TLS_DIR:-}" ] && listen=" ssl http2"
+    echo "    listen 127.0.0.1:$port$listen;"
+    if [ -n "${TLS_DIR:-}" ]; then
+      echo "    ssl_certificate $TLS_DIR/server.pem;"
+      echo "    ssl_certificate_key $TLS_DIR/server.key;"
+      echo "    ssl_session_cache shared:bench:10m;"
+    fi
     echo "    root $www;"
     echo "  }"
     echo "}"
@@ -70,4 +77,19 @@ nginx_start() {
 
 nginx_stop() {
   "$nginx_bin" -c "$1/nginx.conf" -p "$1" -s stop 2>/dev/null || true
+}
+
+# tls_files DIR: a throw-away CA (DIR/ca.pem) and a certificate it issued for 127.0.0.1
+# (DIR/server.pem, DIR/server.key), made once with openssl: the tools are told to trust the CA,
+# as users trust a private CA, and nothing touches the system's store.
+tls_files() {
+  local dir=$1
+  [ -f "$dir/server.pem" ] && openssl x509 -checkend 3600 -noout -in "$dir/server.pem" >/dev/null 2>&1 && return
+  mkdir -p "$dir"
+  local curve=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  openssl req -x509 "${curve[@]}" -keyout "$dir/ca.key" -out "$dir/ca.pem" -days 30 -subj "/CN=batchdl bench CA" 2>/dev/null
+  openssl req "${curve[@]}" -keyout "$dir/server.key" -out "$dir/server.csr" -subj /CN=127.0.0.1 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$dir/server.ext"
+  openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
+    -out "$dir/server.pem" -days 30 -extfile "$dir/server.ext" 2>/dev/null
 }

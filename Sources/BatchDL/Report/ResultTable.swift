@@ -21,6 +21,8 @@ struct ResultTable {
     /// NaN: none.
     var seconds: Double
     var started: Double
+    /// `HTTP/2`, `HTTP/1.1`: short enough for Swift to keep inline.
+    var httpVersion: String?
     /// Sources of a download with mirrors (rare: nil for all others).
     var sources: Sources?
   }
@@ -56,7 +58,7 @@ struct ResultTable {
         sha256: result.sha256.map { text.append($0) } ?? .none,
         status: result.status.flatMap { Int32(exactly: $0) } ?? .min, attempts: Int32(clamping: result.attempts),
         size: result.size ?? .min, resumedFrom: result.resumedFrom, transferred: result.transferred,
-        seconds: result.seconds ?? .nan, started: result.started ?? .nan,
+        seconds: result.seconds ?? .nan, started: result.started ?? .nan, httpVersion: result.httpVersion,
         sources: result.sources.isEmpty && result.sourceErrors.isEmpty
           ? nil : Sources(used: result.sources, errors: result.sourceErrors)))
   }
@@ -75,6 +77,7 @@ struct ResultTable {
     result.transferred = row.transferred
     result.seconds = row.seconds.isNaN ? nil : row.seconds
     result.started = row.started.isNaN ? nil : row.started
+    result.httpVersion = row.httpVersion
     result.sources = row.sources?.used ?? []
     result.sourceErrors = row.sources?.errors ?? []
     return result

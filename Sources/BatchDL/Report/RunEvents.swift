@@ -4,7 +4,8 @@ import Foundation
 /// the progress display are all built from these.
 public enum RunEvent: Sendable {
   /// `didReceive response`: the final response's head arrived.
-  case response(task: String, status: Int, contentType: String?, contentLength: Int64?)
+  /// `proto`: the protocol that carried the response (`HTTP/2`, `HTTP/1.1`).
+  case response(task: String, status: Int, contentType: String?, contentLength: Int64?, proto: String? = nil)
   /// A download continues a partial file from `offset` (`Range` answered with 206).
   case resumed(task: String, offset: Int64)
   /// `didWriteData`: bytes so far (throttled).
@@ -31,8 +32,9 @@ public enum RunEvent: Sendable {
   /// The event as one JSON object for `--events` (without the time, which the log adds).
   public var json: [String: JSON] {
     switch self {
-    case .response(let task, let status, let type, let length):
+    case .response(let task, let status, let type, let length, let proto):
       var fields: [String: JSON] = ["event": .string("response"), "task": .string(task), "status": .int(status)]
+      if let proto, !proto.isEmpty { fields["protocol"] = .string(proto) }
       if let type { fields["content_type"] = .string(type) }
       if let length { fields["content_length"] = .int(length) }
       return fields
@@ -109,6 +111,9 @@ public struct TaskResult: Sendable {
   /// (reported with `--timings` only); nil for a task that needed no transfer (unchanged, from the
   /// cache) or never got its turn.
   public var started: Double?
+  /// The protocol of the response that completed the task (`HTTP/2`, `HTTP/1.1`); reported with
+  /// `--timings` only, beside the times it explains.
+  public var httpVersion: String?
   /// Body bytes received from the network in this run (not those a resume kept); for the summary.
   public var transferred: Int64 = 0
   /// The plan's task, in a run: what its id, session, kind, URL and destination were made from.
@@ -177,6 +182,7 @@ public struct TaskResult: Sendable {
     }
     if timings, let seconds { fields["seconds"] = .string(TextFormat.fixed(seconds, decimals: 3)) }
     if timings, let started { fields["started"] = .string(TextFormat.fixed(started, decimals: 3)) }
+    if timings, let httpVersion, !httpVersion.isEmpty { fields["protocol"] = .string(httpVersion) }
     return fields
   }
 }

@@ -325,7 +325,8 @@ final class RunBookkeeper: TransferObserver {
     for task in plan.tasks(of: request(ofJob: job)) {
       emit(
         .response(
-          task: id(task), status: head.status, contentType: head["content-type"], contentLength: head.contentLength))
+          task: id(task), status: head.status, contentType: head["content-type"], contentLength: head.contentLength,
+          proto: head.version))
       if let resumedFrom { emit(.resumed(task: id(task), offset: resumedFrom)) }
     }
   }
@@ -436,6 +437,7 @@ final class RunBookkeeper: TransferObserver {
         let stored = prior.results.entry(for: task, in: plan)
         unchanged.outcome = .unchanged
         unchanged.status = result.head.status
+        unchanged.httpVersion = result.head.version
         unchanged.size = stored?.size
         unchanged.sha256 = stored.flatMap(prior.results.sha256(of:))
         unchanged.attempts = result.attempts
@@ -554,6 +556,7 @@ final class RunBookkeeper: TransferObserver {
     for (index, task) in tasks.enumerated() {
       var outcome = base(task, described: described)
       outcome.status = result.head.status
+      outcome.httpVersion = result.head.version
       outcome.size = result.size
       outcome.sha256 = result.sha256
       outcome.attempts = result.attempts

@@ -195,6 +195,10 @@ public final class Engine {
   private var queuedHead: [Int?] = []
   private var blockedKeys: Set<Int> = []
   var hostActive: [String: Int] = [:]
+  /// Hosts that answered over HTTP/2: their requests share connections as streams, so that
+  /// `max_connections_per_host` caps connections (libcurl's `CURLMOPT_MAX_HOST_CONNECTIONS`) and no
+  /// longer the requests in flight, which `max_concurrent` caps.
+  private var multiplexedHosts: Set<String> = []
   var sessionActive: [Int: Int] = [:]
   private var timers = MinHeap<Timer>()
   var active: [UnsafeMutableRawPointer: Transfer] = [:]
@@ -277,7 +281,7 @@ public final class Engine {
     keyQueues.append(MinHeap())
     keyHost.append(name.host)
     keySession.append(name.session)
-    keyHostLimit.append(queue.hostLimit)
+    keyHostLimit.append(multiplexedHosts.contains(name.host) ? Int.max : queue.hostLimit)
     keySessionLimit.append(queue.sessionLimit)
     queuedHead.append(nil)
     return key
@@ -533,6 +537,7 @@ public final class Engine {
   private func finish(handle: UnsafeMutableRawPointer, code: CURLcode) {
     guard let transfer = active.removeValue(forKey: handle) else { return }
     multi.remove(transfer.easy)
+    noteProtocol(transfer)
     let job = transfer.job
     lastSync[job] = nil
     firstSeen[job] = nil
@@ -757,10 +762,22 @@ public final class Engine {
       transfer.announced = true
       if reportsResponses { observer?.transferReceivedResponse(transfer.job, head: transfer.head) }
     }
+    noteProtocol(transfer)
     if transfer.becameDownload && !transfer.announcedDownload {
       transfer.announcedDownload = true
       observer?.transferBecameDownload(transfer.job)
     }
+  }
+
+  /// Once per transfer, when its final response head is complete: a host that answered over
+  /// HTTP/2 carries requests as streams of shared connections, and its queues are no longer held
+  /// to `max_connections_per_host` requests at once.
+  private func noteProtocol(_ transfer: Transfer) {
+    guard !transfer.versionSeen, transfer.parser.complete else { return }
+    transfer.versionSeen = true
+    guard transfer.head.version == "HTTP/2", multiplexedHosts.insert(transfer.spec.hostKey).inserted else { return }
+    for key in keyHost.indices where keyHost[key] == transfer.spec.hostKey { keyHostLimit[key] = Int.max }
+    unblock()
   }
 
   /// Keeps checkpoints close behind the network: each resumable download is asked to sync every

@@ -2,13 +2,15 @@
 public struct ResponseHead: Sendable, Equatable {
   public var status: Int = 0
   public var reason: String = ""
+  /// The protocol of the status line as libcurl gives it: `HTTP/2`, `HTTP/1.1`.
+  public var version: String = ""
   /// Header names lower-cased, in the order received.
   public var fields: [(name: String, value: String)] = []
 
   public init() {}
 
   public static func == (lhs: ResponseHead, rhs: ResponseHead) -> Bool {
-    lhs.status == rhs.status && lhs.reason == rhs.reason
+    lhs.status == rhs.status && lhs.reason == rhs.reason && lhs.version == rhs.version
       && lhs.fields.elementsEqual(rhs.fields) { $0.name == $1.name && $0.value == $1.value }
   }
 
@@ -71,6 +73,7 @@ struct ResponseHeadParser {
       func isSpace(_ index: Int) -> Bool { line[index] == 0x20 }
       var index = 5
       while index < end, !isSpace(index) { index += 1 }
+      head.version = String(decoding: UnsafeRawBufferPointer(rebasing: line[0..<index]), as: UTF8.self)
       while index < end, isSpace(index) { index += 1 }
       let codeStart = index
       while index < end, !isSpace(index) { index += 1 }

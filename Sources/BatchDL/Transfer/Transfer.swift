@@ -29,6 +29,8 @@ final class Transfer {
   var announced = false
   /// Set by the engine once it has reported `becameDownload`.
   var announcedDownload = false
+  /// Set by the engine once it has seen the protocol of the final response.
+  var versionSeen = false
   /// Bytes received in this attempt and the time of the last change, for progress.
   private(set) var received: Int64 = 0
   /// Bytes moved either way (header, body, upload), for the idle limit: the engine compares it

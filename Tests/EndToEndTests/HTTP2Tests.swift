@@ -1,0 +1,352 @@
+import Foundation
+import TestServer
+import TestSupport
+import Testing
+
+/// The transfer paths against a real nginx over TLS with HTTP/2, as users meet most servers: each
+/// path (a list of small files, resume, retries after a reset stream and after GOAWAY, segments,
+/// mirrors, revalidation, content identity) crosses h2 at least once. The CA is made for the test
+/// and trusted through the session's `tls.ca_file`.
+@Suite(.serialized) struct HTTP2TransferTests {
+  /// The session lines that trust the server's throw-away CA.
+  static func trust(_ nginx: NginxServer) -> String {
+    "insecure: true"
+  }
+
+  /// `count` files of 4 KiB on `nginx` as `files/fNNN`, and a list file naming them.
+  static func smallFiles(_ count: Int, on nginx: NginxServer, in fixture: RunFixture) -> [String: [UInt8]] {
+    var files: [String: [UInt8]] = [:]
+    var lines = ""
+    for index in 0..<count {
+      let name = "f\(index)"
+      let bytes = FileResource.versionBytes(index + 1, length: 4096)
+      nginx.put("files/" + name, bytes)
+      files[name] = bytes
+      lines += nginx.url("/files/" + name) + " " + name + "\n"
+    }
+    fixture.folder.write("urls.txt", lines)
+    return files
+  }
+
+  @Test func manySmallFilesGoOverMultiplexedStreams() throws {
+    let nginx = try NginxServer()
+    let fixture = try RunFixture()
+    let files = Self.smallFiles(400, on: nginx, in: fixture)
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          dest: out/
+          \(Self.trust(nginx))
+          network: {max_concurrent: 16}
+          tasks:
+            - list: urls.txt
+              to: files/
+      """)
+    let outcome = try fixture.run(["--timings"])
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    for (name, bytes) in files { #expect(fixture.holds("out/files/" + name, bytes), "\(name)") }
+    let requests = nginx.requests()
+    #expect(requests.count == 400)
+    #expect(requests.allSatisfy { $0.proto == "HTTP/2.0" })
+    // Streams share connections: far fewer connections than requests, within the host's cap.
+    #expect(Set(requests.map(\.connection)).count <= 6)
+    let tasks = try fixture.tasks()
+    #expect(tasks.count == 400)
+    #expect(tasks.values.allSatisfy { $0["protocol"] as? String == "HTTP/2" })
+    let responses = fixture.events().filter { $0["event"] as? String == "response" }
+    #expect(responses.count == 400)
+    #expect(responses.allSatisfy { $0["protocol"] as? String == "HTTP/2" })
+  }
+
+  @Test func theProtocolIsReportedWithTimingsOnly() throws {
+    let nginx = try NginxServer()
+    nginx.put("a.bin", FileResource.versionBytes(1, length: 1000))
+    let fixture = try RunFixture()
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          \(Self.trust(nginx))
+          tasks:
+            - download: \(nginx.url("/a.bin"))
+              to: a.bin
+      """)
+    #expect(try fixture.run().status == 0)
+    #expect(
+      try fixture.tasks()["a.bin"]?["protocol"] == nil, "a report without --timings diffs the same over h1 and h2")
+  }
+
+  @Test func httpVersionAsksForOneProtocol() throws {
+    let nginx = try NginxServer()
+    nginx.put("a.bin", FileResource.versionBytes(1, length: 1000))
+    for (version, expected) in [("1.1", "HTTP/1.1"), ("2", "HTTP/2.0"), ("auto", "HTTP/2.0")] {
+      let fixture = try RunFixture()
+      fixture.manifest(
+        """
+        version: 1
+        sessions:
+          s:
+            \(Self.trust(nginx))
+            network: {http_version: \(version)}
+            tasks:
+              - download: \(nginx.url("/a.bin"))
+                to: a.bin
+        """)
+      let outcome = try fixture.run(["--timings"])
+      #expect(outcome.status == 0, "\(outcome.stderr)")
+      #expect(nginx.requests().last?.proto == expected, "http_version \(version)")
+    }
+    let plain = try NginxServer(http2: false)
+    plain.put("a.bin", FileResource.versionBytes(1, length: 1000))
+    let fixture = try RunFixture()
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          \(Self.trust(plain))
+          tasks:
+            - download: \(plain.url("/a.bin"))
+              to: a.bin
+      """)
+    #expect(try fixture.run(["--timings"]).status == 0)
+    #expect(plain.requests().last?.proto == "HTTP/1.1", "auto falls back to HTTP/1.1 when the server offers no h2")
+    #expect(try fixture.tasks()["a.bin"]?["protocol"] as? String == "HTTP/1.1")
+  }
+
+  @Test func aServerThatEndsConnectionsWithGoawayCostsNoTask() throws {
+    // nginx sends GOAWAY after 7 requests on a connection: streams opened past it are refused.
+    let nginx = try NginxServer(serverDirectives: "keepalive_requests 7;")
+    let fixture = try RunFixture()
+    let files = Self.smallFiles(120, on: nginx, in: fixture)
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          dest: out/
+          \(Self.trust(nginx))
+          retry: {attempts: 2, backoff: 10ms}
+          network: {max_concurrent: 16}
+          tasks:
+            - list: urls.txt
+              to: files/
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    for (name, bytes) in files { #expect(fixture.holds("out/files/" + name, bytes), "\(name)") }
+    let requests = nginx.requests().filter { $0.status == 200 }
+    #expect(Set(requests.map(\.uri)).count == 120)
+    #expect(Set(requests.map(\.connection)).count >= 120 / 7)
+    #expect(try fixture.summary()["failed"] as? Int == 0)
+  }
+
+  @Test func aResetStreamCostsARetryOfThatRequestOnly() throws {
+    // nginx in front of the test server, whose answer for /b.bin breaks off once: nginx resets
+    // that stream (RST_STREAM) while the other streams of the connection go on.
+    let fixture = try RunFixture()
+    let backend = fixture.server
+    let body = FileResource.versionBytes(7, length: 400_000)
+    backend.route(
+      "/b.bin", .file(FileResource(body: body, etag: .strong("b7"), dropAfter: 150_000, dropTimes: 1)))
+    let nginx = try NginxServer(
+      serverDirectives: """
+            location /proxied/ {
+              proxy_pass \(backend.baseURL)/;
+              proxy_buffering off;
+              proxy_http_version 1.1;
+            }
+        """)
+    let files = Self.smallFiles(30, on: nginx, in: fixture)
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          dest: out/
+          \(Self.trust(nginx))
+          retry: {attempts: 3, backoff: 10ms}
+          tasks:
+            - download: \(nginx.url("/proxied/b.bin"))
+              to: b.bin
+            - list: urls.txt
+              to: files/
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("out/b.bin", body))
+    for (name, bytes) in files { #expect(fixture.holds("out/files/" + name, bytes), "\(name)") }
+    let backendRequests = backend.requests(for: "/b.bin")
+    #expect(backendRequests.count == 2)
+    // The retry continued from what the reset stream had delivered, guarded by the ETag.
+    #expect((rangeOffset(backendRequests.last) ?? 0) > 0)
+    #expect(backendRequests.last?.header("if-range") == "\"b7\"")
+    let retried = Set(
+      fixture.events().filter { $0["event"] as? String == "retrying" }.compactMap { $0["task"] as? String })
+    #expect(retried == ["out/b.bin"])
+    for name in files.keys { #expect(nginx.requests(for: "/files/" + name).count == 1) }
+  }
+
+  /// A 1.5 MB file nginx sends at 512 KB/s, interrupted once a checkpoint holds 300 KB.
+  func interruptedDownload() throws -> (NginxServer, RunFixture, [UInt8]) {
+    let nginx = try NginxServer(serverDirectives: "location /slow/ { limit_rate 512k; }")
+    let body = FileResource.versionBytes(3, length: 1_500_000)
+    nginx.put("slow/big.bin", body)
+    let fixture = try RunFixture()
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          \(Self.trust(nginx))
+          tasks:
+            - download: \(nginx.url("/slow/big.bin"))
+              to: big.bin
+      """)
+    let status = try fixture.interrupt(signal: SIGTERM, after: 300_000)
+    #expect(status == 3)
+    #expect(!fixture.folder.exists("big.bin"))
+    return (nginx, fixture, body)
+  }
+
+  @Test func anInterruptedDownloadResumesWithIfRange() throws {
+    let (nginx, fixture, body) = try interruptedDownload()
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("big.bin", body))
+    let last = try #require(nginx.requests(for: "/slow/big.bin").last)
+    #expect(last.proto == "HTTP/2.0")
+    #expect(last.status == 206)
+    #expect(last.ifRange == nginx.etag(of: "slow/big.bin"))
+    let offset = Int(last.range?.dropFirst("bytes=".count).split(separator: "-").first ?? "") ?? 0
+    #expect(offset >= 300_000)
+    #expect(try fixture.tasks()["big.bin"]?["resumed_from"] as? Int == offset)
+  }
+
+  @Test func aFileReplacedUpstreamIsFetchedWholeNotSpliced() throws {
+    let (nginx, fixture, _) = try interruptedDownload()
+    let replaced = FileResource.versionBytes(4, length: 1_500_000)
+    nginx.put("slow/big.bin", replaced)
+    // Another second, so that nginx's ETag (mtime and size) changes too.
+    let later = Date().addingTimeInterval(5)
+    try FileManager.default.setAttributes([.modificationDate: later], ofItemAtPath: nginx.root + "/slow/big.bin")
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("big.bin", replaced))
+    let last = try #require(nginx.requests(for: "/slow/big.bin").last)
+    #expect(last.status == 200, "If-Range with the old ETag gets the whole new file")
+    #expect(try fixture.tasks()["big.bin"]?["resumed_from"] as? Int == 0)
+  }
+
+  @Test func aLargeFileIsFetchedAsRangesOverStreams() throws {
+    let nginx = try NginxServer()
+    let body = FileResource.versionBytes(5, length: 24 << 20)
+    nginx.put("big.bin", body)
+    let fixture = try RunFixture()
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          \(Self.trust(nginx))
+          network: {segments: 4, min_segment_size: 4MB}
+          tasks:
+            - download: \(nginx.url("/big.bin"))
+              to: big.bin
+              sha256: \(SHA256Digest.hex(body))
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("big.bin", body))
+    let requests = nginx.requests(for: "/big.bin")
+    #expect(requests.filter { $0.status == 206 }.count >= 2, "\(requests.map { "\($0.status) \($0.range ?? "")" })")
+    #expect(requests.allSatisfy { $0.proto == "HTTP/2.0" })
+  }
+
+  @Test func aMirrorOverHTTP2TakesOverFromAFailingSource() throws {
+    let nginx = try NginxServer()
+    let body = FileResource.versionBytes(6, length: 200_000)
+    nginx.put("m.bin", body)
+    let fixture = try RunFixture()
+    fixture.server.route("/m.bin", .status(503))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          \(Self.trust(nginx))
+          retry: {attempts: 1}
+          tasks:
+            - download: BASE/m.bin
+              to: m.bin
+              mirrors: [\(nginx.url("/m.bin"))]
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("m.bin", body))
+    #expect(nginx.requests(for: "/m.bin").map(\.proto) == ["HTTP/2.0"])
+    let failed = fixture.events().filter { $0["event"] as? String == "source_failed" }
+    #expect(failed.map { $0["url"] as? String } == [fixture.server.url("/m.bin")])
+  }
+
+  @Test func aRefreshRevalidatesAndFetchesOnlyWhatChanged() throws {
+    let nginx = try NginxServer()
+    let first = FileResource.versionBytes(8, length: 50_000)
+    nginx.put("r.bin", first)
+    let fixture = try RunFixture()
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          \(Self.trust(nginx))
+          tasks:
+            - download: \(nginx.url("/r.bin"))
+              to: r.bin
+      """)
+    #expect(try fixture.run().status == 0)
+    let etag = nginx.etag(of: "r.bin")
+    let again = try fixture.run(["--refresh"])
+    #expect(again.status == 0, "\(again.stderr)")
+    let revalidation = try #require(nginx.requests(for: "/r.bin").last)
+    #expect(revalidation.status == 304)
+    #expect(revalidation.ifNoneMatch == etag)
+    #expect(try fixture.tasks()["r.bin"]?["outcome"] as? String == "unchanged")
+    let second = FileResource.versionBytes(9, length: 60_000)
+    nginx.put("r.bin", second)
+    try FileManager.default.setAttributes(
+      [.modificationDate: Date().addingTimeInterval(5)], ofItemAtPath: nginx.root + "/r.bin")
+    #expect(try fixture.run(["--refresh"]).status == 0)
+    #expect(nginx.requests(for: "/r.bin").last?.status == 200)
+    #expect(fixture.holds("r.bin", second))
+    #expect(try fixture.tasks()["r.bin"]?["outcome"] as? String == "completed")
+  }
+
+  @Test func newConnectionsResumeTheSessionsTLSSession() throws {
+    // One request per connection over HTTP/1.1: every request after the first connections'
+    // handshakes should resume a TLS session rather than make a full handshake.
+    let nginx = try NginxServer(serverDirectives: "keepalive_requests 1;")
+    let fixture = try RunFixture()
+    _ = Self.smallFiles(12, on: nginx, in: fixture)
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          dest: out/
+          \(Self.trust(nginx))
+          network: {http_version: 1.1, max_concurrent: 2}
+          tasks:
+            - list: urls.txt
+              to: files/
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    let requests = nginx.requests()
+    #expect(Set(requests.map(\.connection)).count == 12)
+    #expect(requests.filter(\.sessionReused).count >= 9, "\(requests.map(\.sessionReused))")
+  }
+}
