@@ -307,6 +307,7 @@ import Testing
     let merged = try BinaryRunner.run(["report", "merge", "report.json", "-o", "merged.json"], in: fixture.folder.path)
     #expect(merged.status == 0, "\(merged.stderr)")
     #expect(fixture.folder.read("merged.json")?.contains("\"started\":") == true, "merge keeps the times")
+    #expect(fixture.folder.read("merged.json")?.contains("\"protocol\":\"HTTP/1.1\"") == true, "and the protocols")
 
     let result = try BinaryRunner.run(["report", "html", "report.json", "-o", "report.html"], in: fixture.folder.path)
     #expect(result.status == 0, "\(result.stderr)")

@@ -47,6 +47,7 @@ extension RunReport {
       }
       result.seconds = seconds(entry["seconds"])
       result.started = seconds(entry["started"])
+      result.httpVersion = entry["protocol"] as? String
       // What this run received: the body past the byte it resumed from.
       result.transferred = max(0, (result.size ?? 0) - result.resumedFrom)
       report.results.append(result)
