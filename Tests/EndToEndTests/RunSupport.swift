@@ -128,6 +128,28 @@ extension RunFixture {
   }
 }
 
+extension RunFixture {
+  /// The files under the state folder, the report and the events file, and the `outputs`, that
+  /// hold any of `spellings` (as bytes), each as `FILE: SPELLING`.
+  func leaks(of spellings: [String], outputs: [String] = []) -> [String] {
+    var files: [String] = []
+    let enumerator = FileManager.default.enumerator(atPath: folder.path + "/.batchdl")
+    while let path = enumerator?.nextObject() as? String { files.append(".batchdl/" + path) }
+    files += ["report.json", "events.jsonl"]
+    var found: [String] = []
+    for file in files {
+      guard let data = FileManager.default.contents(atPath: folder.path + "/" + file) else { continue }
+      for spelling in spellings where data.range(of: Data(spelling.utf8)) != nil {
+        found.append("\(file): \(spelling)")
+      }
+    }
+    for (index, output) in outputs.enumerated() {
+      for spelling in spellings where output.contains(spelling) { found.append("output \(index): \(spelling)") }
+    }
+    return found
+  }
+}
+
 /// A download served slowly (32 KiB every 50 ms), so that a run can be interrupted in its middle.
 func trickling(_ body: [UInt8], etag: String) -> Behavior {
   .file(FileResource(body: body, etag: .strong(etag), trickle: Trickle(chunkBytes: 32 << 10, interval: 0.05)))

@@ -15,24 +15,8 @@ import Testing
     return [secret, "s3cr%7Ct", "s3cr%7ct", base64, String(base64.prefix { $0 != "=" })]
   }()
 
-  /// The files under the state folder and the report and events files, with any spelling found.
   func leaks(_ fixture: RunFixture, outputs: [String] = []) -> [String] {
-    var files: [String] = []
-    let root = fixture.folder.path + "/.batchdl"
-    let enumerator = FileManager.default.enumerator(atPath: root)
-    while let path = enumerator?.nextObject() as? String { files.append(".batchdl/" + path) }
-    files += ["report.json", "events.jsonl"]
-    var found: [String] = []
-    for file in files {
-      guard let data = FileManager.default.contents(atPath: fixture.folder.path + "/" + file) else { continue }
-      for spelling in Self.spellings where data.range(of: Data(spelling.utf8)) != nil {
-        found.append("\(file): \(spelling)")
-      }
-    }
-    for (index, output) in outputs.enumerated() {
-      for spelling in Self.spellings where output.contains(spelling) { found.append("output \(index): \(spelling)") }
-    }
-    return found
+    fixture.leaks(of: Self.spellings, outputs: outputs)
   }
 
   @Test func checkpointsAndTheHTTPCacheNeverHoldAnEncodedSecret() throws {
