@@ -292,6 +292,32 @@ import Testing
     #expect(failed.map { $0["url"] as? String } == [fixture.server.url("/m.bin")])
   }
 
+  @Test func aBadPieceIsRepairedFromAMirrorOverHTTP2() throws {
+    let nginx = try NginxServer()
+    nginx.put("b.bin", PieceTests.body)
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(PieceTests.corrupt(PieceTests.inPieceThree)))
+    fixture.folder.write(
+      "doc.meta4", PieceTests.document(urls: [fixture.server.url("/a.bin"), nginx.url("/b.bin")]))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          \(Self.trust(nginx))
+          retry: {attempts: 2, backoff: 10ms}
+          tasks:
+            - metalink: doc.meta4
+              to: m/
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("m/f.bin", PieceTests.body))
+    let repaired = nginx.requests(for: "/b.bin")
+    #expect(repaired.map(\.range) == ["bytes=786432-1048575"], "only piece 3 is asked again")
+    #expect(repaired.allSatisfy { $0.status == 206 && $0.proto == "HTTP/2.0" })
+  }
+
   @Test func aRefreshRevalidatesAndFetchesOnlyWhatChanged() throws {
     let nginx = try NginxServer()
     let first = FileResource.versionBytes(8, length: 50_000)
