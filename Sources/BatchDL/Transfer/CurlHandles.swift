@@ -25,7 +25,8 @@ final class EasyHandle {
   private var mime: OpaquePointer?
   let errorBuffer: UnsafeMutablePointer<CChar>
 
-  init() throws(CurlSetupError) {
+  /// `receiveBuffer`: the bytes libcurl reads at a time (`CURLOPT_BUFFERSIZE`), nil for its default.
+  init(receiveBuffer: Int? = nil) throws(CurlSetupError) {
     _ = CurlGlobal.initialised
     guard let raw = curl_easy_init() else {
       throw CurlSetupError(message: "libcurl could not create a transfer (out of memory)")
@@ -34,6 +35,7 @@ final class EasyHandle {
     errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
     ccurl_easy_setopt_pointer(raw, CURLOPT_ERRORBUFFER, errorBuffer)
+    if let receiveBuffer { try set(CURLOPT_BUFFERSIZE, receiveBuffer) }
   }
 
   deinit {
@@ -41,6 +43,30 @@ final class EasyHandle {
     for list in lists { curl_slist_free_all(list) }
     if let mime { curl_mime_free(mime) }
     errorBuffer.deallocate()
+  }
+
+  /// Makes the handle as new for another transfer of the same session: its options, header lists
+  /// and form go, and it leaves its share; libcurl keeps the rest (connections, caches).
+  func reset() {
+    ccurl_easy_setopt_pointer(raw, CURLOPT_SHARE, nil)
+    curl_easy_reset(raw)
+    for list in lists { curl_slist_free_all(list) }
+    lists.removeAll()
+    if let mime {
+      curl_mime_free(mime)
+      self.mime = nil
+    }
+    errorBuffer[0] = 0
+    ccurl_easy_setopt_pointer(raw, CURLOPT_ERRORBUFFER, errorBuffer)
+  }
+
+  /// Whether a handle made as new by `reset()` can take another transfer reading `receiveBuffer`
+  /// bytes at a time. libcurl 7.88 frees a handle's receive buffer only when a transfer ends with
+  /// its connection unused: after a stream of an HTTP/2 connection that carries others, or a
+  /// failure before connecting (DNS), it keeps the buffer and refuses `CURLOPT_BUFFERSIZE`. Such a
+  /// handle is not used again: its size would fall back to 16 KiB over a buffer of the old size.
+  func accepts(receiveBuffer: Int) -> Bool {
+    ccurl_easy_setopt_long(raw, CURLOPT_BUFFERSIZE, receiveBuffer) == CURLE_OK
   }
 
   /// libcurl's detailed message for the last failure, or its generic text for `code`.

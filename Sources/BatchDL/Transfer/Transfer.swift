@@ -42,18 +42,27 @@ final class Transfer {
   var lastMoveTime: UInt64 = 0
   private(set) var expected: Int64 = -1
 
-  init(job: Int, spec: TransferSpec, timeout: Interval?) throws {
+  /// `easy`: a new handle, or a reset one of the session's that `accepts` the receive buffer.
+  init(job: Int, spec: TransferSpec, timeout: Interval?, easy: EasyHandle) throws {
     self.job = job
     self.spec = spec
     gate = BodyGate(
       asked: spec.resume.map { BodyGate.Asked(start: $0.offset, end: spec.rangeEnd, total: $0.total) },
       conditional: spec.conditional != nil, isHead: spec.method.uppercased() == "HEAD", decodes: spec.decodeContent)
-    self.easy = try EasyHandle()
+    self.easy = easy
     try configure(timeout: timeout)
   }
 
   deinit {
     if uploadDescriptor >= 0 { close(uploadDescriptor) }
+  }
+
+  /// The bytes libcurl reads at a time for `spec`. A rate-limited session reads in small steps,
+  /// so that the limit holds for small files too. Else 1 MiB: against 256 KiB, a GiB from loopback
+  /// cost a quarter less system time (fewer, larger reads), and a small file touches only the
+  /// pages its body fills.
+  static func receiveBuffer(for spec: TransferSpec) -> Int {
+    spec.rateLimit.map { min(256 << 10, max(1 << 10, Int($0 / 16))) } ?? (1 << 20)
   }
 
   private var context: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
@@ -65,11 +74,6 @@ final class Transfer {
     try easy.set(CURLOPT_MAXREDIRS, 10)
     try easy.set(CURLOPT_NOSIGNAL, 1)
     try easy.set(CURLOPT_HTTP_VERSION, ccurl_http_version_2tls)
-    // A rate-limited session reads in small steps, so that the limit holds for small files too.
-    // Else 1 MiB: against 256 KiB, a GiB from loopback cost a quarter less system time (fewer,
-    // larger reads), and a small file touches only the pages its body fills.
-    let buffer = spec.rateLimit.map { min(256 << 10, max(1 << 10, Int($0 / 16))) } ?? (1 << 20)
-    try easy.set(CURLOPT_BUFFERSIZE, buffer)
     try easy.set(CURLOPT_NETRC, ccurl_netrc_ignored)
     if let interface = spec.interface { try easy.set(CURLOPT_INTERFACE, "if!\(interface)") }
     if spec.insecure {
