@@ -120,7 +120,9 @@ public final class NginxServer: @unchecked Sendable {
     guard let nginx = ExternalTool.find("nginx") else {
       throw Problem("nginx is not installed: scripts/setup installs nginx-light")
     }
+    _ = Self.orphansReaped
     let base = folder.path
+    try "\(getpid())\n".write(toFile: base + "/owner.pid", atomically: true, encoding: .utf8)
     try FileManager.default.createDirectory(atPath: base + "/www", withIntermediateDirectories: true)
     try FileManager.default.createDirectory(atPath: base + "/certs", withIntermediateDirectories: true)
     try FileManager.default.createDirectory(atPath: base + "/logs", withIntermediateDirectories: true)
@@ -247,6 +249,27 @@ public final class NginxServer: @unchecked Sendable {
 
       """
   }
+
+  /// Stops the servers of test processes that died without stopping them (a test run killed
+  /// half-way), once per process: each server's folder names its test process in `owner.pid`.
+  static let orphansReaped: Bool = {
+    let temporary = NSTemporaryDirectory()
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? []
+    for name in names where name.hasPrefix("batchdl-test-") {
+      let base = (temporary as NSString).appendingPathComponent(name)
+      guard let owner = try? String(contentsOfFile: base + "/owner.pid", encoding: .utf8),
+        let ownerPID = pid_t(owner.trimmingCharacters(in: .whitespacesAndNewlines)),
+        kill(ownerPID, 0) != 0, errno == ESRCH
+      else { continue }
+      if let server = try? String(contentsOfFile: base + "/logs/nginx.pid", encoding: .utf8),
+        let serverPID = pid_t(server.trimmingCharacters(in: .whitespacesAndNewlines))
+      {
+        kill(serverPID, SIGTERM)
+      }
+      try? FileManager.default.removeItem(atPath: base)
+    }
+    return true
+  }()
 
   /// A port nothing listens on now (the kernel's choice for a socket bound to port 0).
   static func freePort() throws -> Int {
