@@ -74,6 +74,10 @@ final class Transfer {
     try easy.set(CURLOPT_MAXREDIRS, 10)
     try easy.set(CURLOPT_NOSIGNAL, 1)
     try easy.set(CURLOPT_HTTP_VERSION, ccurl_http_version_2tls)
+    // Where HTTP/2 may be spoken, a request waits for a connection being set up to its host to
+    // say whether it multiplexes, rather than open one more (as curl --parallel does). Not on
+    // plain http://, where it would only hold each new connection back until the last connected.
+    if spec.url.utf8.starts(with: "https:".utf8) { try easy.set(CURLOPT_PIPEWAIT, 1) }
     try easy.set(CURLOPT_NETRC, ccurl_netrc_ignored)
     if let interface = spec.interface { try easy.set(CURLOPT_INTERFACE, "if!\(interface)") }
     if spec.insecure {
