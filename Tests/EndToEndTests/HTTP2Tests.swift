@@ -13,6 +13,20 @@ import Testing
     "insecure: true"
   }
 
+  /// A manifest of one session `s` that trusts `nginx`, with `settings` (one YAML line each, e.g.
+  /// `network: {max_concurrent: 16}`) and `tasks` (the task list's lines, from column 0).
+  static func manifest(trusting nginx: NginxServer, _ settings: [String] = [], tasks: String) -> String {
+    let lines = ([trust(nginx)] + settings).map { "    " + $0 }.joined(separator: "\n")
+    let items = tasks.split(separator: "\n").map { "      " + $0 }.joined(separator: "\n")
+    return "version: 1\nsessions:\n  s:\n\(lines)\n    tasks:\n\(items)\n"
+  }
+
+  /// The task list of one download of `url` to `to`.
+  static func download(_ url: String, to: String) -> String { "- download: \(url)\n  to: \(to)" }
+
+  /// The task list of `smallFiles`' list, into `files/`.
+  static let smallFileList = "- list: urls.txt\n  to: files/"
+
   /// `count` files of 4 KiB on `nginx` as `files/fNNN`, and a list file naming them.
   static func smallFiles(_ count: Int, on nginx: NginxServer, in fixture: RunFixture) -> [String: [UInt8]] {
     var files: [String: [UInt8]] = [:]
@@ -33,17 +47,7 @@ import Testing
     let fixture = try RunFixture()
     let files = Self.smallFiles(400, on: nginx, in: fixture)
     fixture.manifest(
-      """
-      version: 1
-      sessions:
-        s:
-          dest: out/
-          \(Self.trust(nginx))
-          network: {max_concurrent: 16}
-          tasks:
-            - list: urls.txt
-              to: files/
-      """)
+      Self.manifest(trusting: nginx, ["dest: out/", "network: {max_concurrent: 16}"], tasks: Self.smallFileList))
     let outcome = try fixture.run(["--timings"])
     #expect(outcome.status == 0, "\(outcome.stderr)")
     for (name, bytes) in files { #expect(fixture.holds("out/files/" + name, bytes), "\(name)") }
@@ -64,16 +68,7 @@ import Testing
     let nginx = try NginxServer()
     nginx.put("a.bin", FileResource.versionBytes(1, length: 1000))
     let fixture = try RunFixture()
-    fixture.manifest(
-      """
-      version: 1
-      sessions:
-        s:
-          \(Self.trust(nginx))
-          tasks:
-            - download: \(nginx.url("/a.bin"))
-              to: a.bin
-      """)
+    fixture.manifest(Self.manifest(trusting: nginx, tasks: Self.download(nginx.url("/a.bin"), to: "a.bin")))
     #expect(try fixture.run().status == 0)
     #expect(
       try fixture.tasks()["a.bin"]?["protocol"] == nil, "a report without --timings diffs the same over h1 and h2")
@@ -85,16 +80,9 @@ import Testing
     for (version, expected) in [("1.1", "HTTP/1.1"), ("2", "HTTP/2.0"), ("auto", "HTTP/2.0")] {
       let fixture = try RunFixture()
       fixture.manifest(
-        """
-        version: 1
-        sessions:
-          s:
-            \(Self.trust(nginx))
-            network: {http_version: \(version)}
-            tasks:
-              - download: \(nginx.url("/a.bin"))
-                to: a.bin
-        """)
+        Self.manifest(
+          trusting: nginx, ["network: {http_version: \(version)}"],
+          tasks: Self.download(nginx.url("/a.bin"), to: "a.bin")))
       let outcome = try fixture.run(["--timings"])
       #expect(outcome.status == 0, "\(outcome.stderr)")
       #expect(nginx.requests().last?.proto == expected, "http_version \(version)")
@@ -102,16 +90,7 @@ import Testing
     let plain = try NginxServer(http2: false)
     plain.put("a.bin", FileResource.versionBytes(1, length: 1000))
     let fixture = try RunFixture()
-    fixture.manifest(
-      """
-      version: 1
-      sessions:
-        s:
-          \(Self.trust(plain))
-          tasks:
-            - download: \(plain.url("/a.bin"))
-              to: a.bin
-      """)
+    fixture.manifest(Self.manifest(trusting: plain, tasks: Self.download(plain.url("/a.bin"), to: "a.bin")))
     #expect(try fixture.run(["--timings"]).status == 0)
     #expect(plain.requests().last?.proto == "HTTP/1.1", "auto falls back to HTTP/1.1 when the server offers no h2")
     #expect(try fixture.tasks()["a.bin"]?["protocol"] as? String == "HTTP/1.1")
@@ -123,18 +102,9 @@ import Testing
     let fixture = try RunFixture()
     let files = Self.smallFiles(120, on: nginx, in: fixture)
     fixture.manifest(
-      """
-      version: 1
-      sessions:
-        s:
-          dest: out/
-          \(Self.trust(nginx))
-          retry: {attempts: 2, backoff: 10ms}
-          network: {max_concurrent: 16}
-          tasks:
-            - list: urls.txt
-              to: files/
-      """)
+      Self.manifest(
+        trusting: nginx, ["dest: out/", "retry: {attempts: 2, backoff: 10ms}", "network: {max_concurrent: 16}"],
+        tasks: Self.smallFileList))
     let outcome = try fixture.run()
     #expect(outcome.status == 0, "\(outcome.stderr)")
     for (name, bytes) in files { #expect(fixture.holds("out/files/" + name, bytes), "\(name)") }
@@ -196,16 +166,7 @@ import Testing
     let body = FileResource.versionBytes(3, length: 1_500_000)
     nginx.put("slow/big.bin", body)
     let fixture = try RunFixture()
-    fixture.manifest(
-      """
-      version: 1
-      sessions:
-        s:
-          \(Self.trust(nginx))
-          tasks:
-            - download: \(nginx.url("/slow/big.bin"))
-              to: big.bin
-      """)
+    fixture.manifest(Self.manifest(trusting: nginx, tasks: Self.download(nginx.url("/slow/big.bin"), to: "big.bin")))
     let status = try fixture.interrupt(signal: SIGTERM, after: 300_000)
     #expect(status == 3)
     #expect(!fixture.folder.exists("big.bin"))
@@ -247,17 +208,9 @@ import Testing
     nginx.put("big.bin", body)
     let fixture = try RunFixture()
     fixture.manifest(
-      """
-      version: 1
-      sessions:
-        s:
-          \(Self.trust(nginx))
-          network: {segments: 4, min_segment_size: 4MB}
-          tasks:
-            - download: \(nginx.url("/big.bin"))
-              to: big.bin
-              sha256: \(SHA256Digest.hex(body))
-      """)
+      Self.manifest(
+        trusting: nginx, ["network: {segments: 4, min_segment_size: 4MB}"],
+        tasks: Self.download(nginx.url("/big.bin"), to: "big.bin") + "\n  sha256: \(SHA256Digest.hex(body))"))
     let outcome = try fixture.run()
     #expect(outcome.status == 0, "\(outcome.stderr)")
     #expect(fixture.holds("big.bin", body))
@@ -273,17 +226,9 @@ import Testing
     let fixture = try RunFixture()
     fixture.server.route("/m.bin", .status(503))
     fixture.manifest(
-      """
-      version: 1
-      sessions:
-        s:
-          \(Self.trust(nginx))
-          retry: {attempts: 1}
-          tasks:
-            - download: BASE/m.bin
-              to: m.bin
-              mirrors: [\(nginx.url("/m.bin"))]
-      """)
+      Self.manifest(
+        trusting: nginx, ["retry: {attempts: 1}"],
+        tasks: Self.download("BASE/m.bin", to: "m.bin") + "\n  mirrors: [\(nginx.url("/m.bin"))]"))
     let outcome = try fixture.run()
     #expect(outcome.status == 0, "\(outcome.stderr)")
     #expect(fixture.holds("m.bin", body))
@@ -300,16 +245,7 @@ import Testing
     fixture.folder.write(
       "doc.meta4", PieceTests.document(urls: [fixture.server.url("/a.bin"), nginx.url("/b.bin")]))
     fixture.manifest(
-      """
-      version: 1
-      sessions:
-        s:
-          \(Self.trust(nginx))
-          retry: {attempts: 2, backoff: 10ms}
-          tasks:
-            - metalink: doc.meta4
-              to: m/
-      """)
+      Self.manifest(trusting: nginx, ["retry: {attempts: 2, backoff: 10ms}"], tasks: "- metalink: doc.meta4\n  to: m/"))
     let outcome = try fixture.run()
     #expect(outcome.status == 0, "\(outcome.stderr)")
     #expect(fixture.holds("m/f.bin", PieceTests.body))
@@ -323,16 +259,7 @@ import Testing
     let first = FileResource.versionBytes(8, length: 50_000)
     nginx.put("r.bin", first)
     let fixture = try RunFixture()
-    fixture.manifest(
-      """
-      version: 1
-      sessions:
-        s:
-          \(Self.trust(nginx))
-          tasks:
-            - download: \(nginx.url("/r.bin"))
-              to: r.bin
-      """)
+    fixture.manifest(Self.manifest(trusting: nginx, tasks: Self.download(nginx.url("/r.bin"), to: "r.bin")))
     #expect(try fixture.run().status == 0)
     let etag = nginx.etag(of: "r.bin")
     let again = try fixture.run(["--refresh"])
@@ -358,17 +285,8 @@ import Testing
     let fixture = try RunFixture()
     _ = Self.smallFiles(12, on: nginx, in: fixture)
     fixture.manifest(
-      """
-      version: 1
-      sessions:
-        s:
-          dest: out/
-          \(Self.trust(nginx))
-          network: {http_version: 1.1, max_concurrent: 2}
-          tasks:
-            - list: urls.txt
-              to: files/
-      """)
+      Self.manifest(
+        trusting: nginx, ["dest: out/", "network: {http_version: 1.1, max_concurrent: 2}"], tasks: Self.smallFileList))
     let outcome = try fixture.run()
     #expect(outcome.status == 0, "\(outcome.stderr)")
     let requests = nginx.requests()
