@@ -10,7 +10,7 @@ import Testing
 @Suite(.serialized) struct HTTP2TransferTests {
   /// The session lines that trust the server's throw-away CA.
   static func trust(_ nginx: NginxServer) -> String {
-    "insecure: true"
+    "tls: {ca_file: \(nginx.certificates.caCertificate)}"
   }
 
   /// A manifest of one session `s` that trusts `nginx`, with `settings` (one YAML line each, e.g.

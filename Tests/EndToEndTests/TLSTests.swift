@@ -38,7 +38,7 @@ import Testing
     let failure = try error(untrusting)
     #expect(failure["code"] as? String == "tls")
     #expect((failure["message"] as? String)?.contains("tls.ca_file") == true, "\(failure)")
-    #expect(refused.stderr.contains("tls.ca_file"), "the failure line on stderr says what to set")
+    #expect(refused.output.contains("tls.ca_file"), "the failure line says what to set")
 
     let (trusting, accepted) = try download(from: nginx, tls: "tls: {ca_file: \(nginx.certificates.caCertificate)}")
     #expect(accepted.status == 0, "\(accepted.stderr)")

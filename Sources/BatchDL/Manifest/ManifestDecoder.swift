@@ -1,3 +1,5 @@
+import Foundation
+
 /// Turns a `YAMLNode` tree into a typed `Manifest`, collecting every problem on the way.
 struct ManifestDecoder {
   enum Expansion {
@@ -11,7 +13,7 @@ struct ManifestDecoder {
 
   static let topKeys = ["version", "defaults", "sessions"]
   static let settingKeys = [
-    "kind", "dest", "timeouts", "retry", "cache", "network", "headers", "on_finished", "insecure", "mirrors",
+    "kind", "dest", "timeouts", "retry", "cache", "network", "headers", "on_finished", "insecure", "mirrors", "tls",
   ]
   static let sessionKeys = settingKeys + ["identifier", "tasks"]
   static let timeoutKeys = ["request", "resource"]
@@ -20,7 +22,10 @@ struct ManifestDecoder {
   static let networkKeys = [
     "allows_cellular", "allows_expensive", "allows_constrained", "waits_for_connectivity", "discretionary",
     "window", "max_connections_per_host", "max_concurrent", "rate_limit", "cellular_interfaces",
-    "expensive_interfaces", "constrained_interfaces", "segments", "min_segment_size",
+    "expensive_interfaces", "constrained_interfaces", "segments", "min_segment_size", "http_version",
+  ]
+  static let tlsKeys = [
+    "ca_file", "ca_path", "client_cert", "client_key", "key_password", "pinned_pubkey", "min_version",
   ]
   static let taskKindKeys = ["data", "download", "upload", "list", "metalink"]
   static let taskKeys =
@@ -47,6 +52,8 @@ struct ManifestDecoder {
   var secrets: [Secret] = []
   /// Names of the variables expanded in paths.
   var pathVariables: Set<String> = []
+  /// The manifest's folder, absolute: relative `tls:` paths are read from it.
+  var absoluteDirectory = ""
 
   init(file: String, environment: [String: String]) {
     self.file = file
@@ -56,6 +63,7 @@ struct ManifestDecoder {
   // MARK: - Whole manifest
 
   mutating func decode(_ root: YAMLNode, path: String, directory: String) -> Manifest? {
+    absoluteDirectory = Manifest.absolute(directory: directory)
     guard let top = mapping(root, what: "the manifest") else { return nil }
     checkKeys(top, known: Self.topKeys, in: "the manifest")
     var version = 1
@@ -138,6 +146,10 @@ struct ManifestDecoder {
     var segments: Int?
     var minSegmentSize: Int64?
     var mirrors: [MirrorRule]?
+    var httpVersion: HTTPVersion?
+    /// `tls:` keys as given (each overrides the defaults' one), and where the mapping was.
+    var tls = TLSSettings()
+    var tlsMark: SourceMark?
   }
 
   mutating func settings(_ map: [(key: YAMLNode, value: YAMLNode)]) -> PartialSettings {
@@ -233,6 +245,8 @@ struct ManifestDecoder {
             }
           case "cellular_interfaces", "expensive_interfaces", "constrained_interfaces":
             result.interfaces[name] = stringList(flagValue, what: "network.\(name)")
+          case "http_version":
+            result.httpVersion = choice(flagValue, what: "network.http_version", HTTPVersion.self)
           default:
             break
           }
@@ -243,6 +257,11 @@ struct ManifestDecoder {
         result.mirrors = mirrorRules(value)
       case "on_finished":
         result.onFinished = string(value, what: "on_finished", expand: .none)
+      case "tls":
+        guard let entries = mapping(value, what: "tls") else { continue }
+        checkKeys(entries, known: Self.tlsKeys, in: "tls")
+        result.tlsMark = value.mark
+        result.tls = tls(entries)
       case "insecure":
         result.insecure = boolean(value, what: "insecure")
         if result.insecure == true {
@@ -312,6 +331,9 @@ struct ManifestDecoder {
       constrainedInterfaces: interfaces["constrained_interfaces"] ?? [])
     network.segments = own.segments ?? defaults.segments ?? 1
     network.minSegmentSize = own.minSegmentSize ?? defaults.minSegmentSize ?? 16 << 20
+    network.httpVersion = own.httpVersion ?? defaults.httpVersion ?? .auto
+    let tls = TLSSettings.merged(defaults.tls, own.tls)
+    checkClient(tls, at: own.tlsMark ?? defaults.tlsMark ?? key.mark)
     if network.discretionary, network.window == nil, let flagNode = node["network"]?["discretionary"] ?? node["network"]
     {
       diagnostics.warning(
@@ -351,7 +373,102 @@ struct ManifestDecoder {
         memory: own.cacheMemory ?? defaults.cacheMemory ?? 20 << 20,
         disk: kind == .ephemeral ? 0 : (own.cacheDisk ?? defaults.cacheDisk ?? 100 << 20)),
       network: network, headers: headers, onFinished: own.onFinished ?? defaults.onFinished, tasks: tasks,
-      insecure: own.insecure ?? defaults.insecure ?? false, mirrors: own.mirrors ?? defaults.mirrors ?? [])
+      insecure: own.insecure ?? defaults.insecure ?? false, mirrors: own.mirrors ?? defaults.mirrors ?? [], tls: tls)
+  }
+
+  // MARK: - TLS
+
+  /// The keys of a `tls:` mapping; each file named is checked to be there.
+  mutating func tls(_ entries: [(key: YAMLNode, value: YAMLNode)]) -> TLSSettings {
+    var result = TLSSettings()
+    for (key, value) in entries {
+      switch key.scalar {
+      case "ca_file": result.caFile = tlsPath(value, what: "tls.ca_file")
+      case "ca_path": result.caPath = tlsPath(value, what: "tls.ca_path", folder: true)
+      case "client_cert": result.clientCert = tlsPath(value, what: "tls.client_cert")
+      case "client_key": result.clientKey = tlsPath(value, what: "tls.client_key")
+      case "key_password":
+        guard let password = string(value, what: "tls.key_password", expand: .secret), !password.isEmpty else {
+          continue
+        }
+        // Written in the manifest or taken from the environment, it is masked wherever it could show.
+        let secret = Secret(name: "tls.key_password", value: password)
+        if !secrets.contains(where: { $0.value == password }) { secrets.append(secret) }
+        result.keyPassword = password
+      case "pinned_pubkey": result.pinnedPublicKey = pin(value)
+      case "min_version":
+        guard let text = string(value, what: "tls.min_version") else { continue }
+        result.minVersion = TLSSettings.Version(rawValue: text)
+        if result.minVersion == nil {
+          diagnostics.error(
+            value.mark,
+            "unknown tls.min_version '\(text)': expected 1.2 or 1.3 (older versions of TLS are not accepted)")
+        }
+      default: break
+      }
+    }
+    return result
+  }
+
+  /// A path of a `tls:` key, absolute, when it names a readable file (or folder).
+  mutating func tlsPath(_ node: YAMLNode, what: String, folder: Bool = false) -> String? {
+    guard let written = string(node, what: what, expand: .plain) else { return nil }
+    guard !written.isEmpty else {
+      diagnostics.error(node.mark, "\(what) must not be empty")
+      return nil
+    }
+    let path = FileAccess.resolve(written, against: absoluteDirectory)
+    var info = stat()
+    guard stat(path, &info) == 0 else {
+      let relative = written.hasPrefix("/") ? "" : " (a relative path is read from the manifest's folder)"
+      let reason = errno == ENOENT ? "does not exist" : "cannot be read: \(String(cString: strerror(errno)))"
+      diagnostics.error(node.mark, "\(what) '\(written)' \(reason)\(relative)")
+      return nil
+    }
+    let isFolder = info.st_mode & S_IFMT == S_IFDIR
+    if folder != isFolder {
+      diagnostics.error(
+        node.mark,
+        folder
+          ? "\(what) '\(written)' is not a folder: give a folder of CA certificates (or a file in tls.ca_file)"
+          : "\(what) '\(written)' is a folder, not a file")
+      return nil
+    }
+    guard access(path, folder ? R_OK | X_OK : R_OK) == 0 else {
+      diagnostics.error(node.mark, "\(what) '\(written)' cannot be read: \(String(cString: strerror(errno)))")
+      return nil
+    }
+    return path
+  }
+
+  /// `tls.pinned_pubkey`: `sha256//BASE64` hashes separated by `;`, or a public key file.
+  mutating func pin(_ node: YAMLNode) -> String? {
+    guard let text = string(node, what: "tls.pinned_pubkey", expand: .plain) else { return nil }
+    guard text.hasPrefix("sha256//") else { return tlsPath(node, what: "tls.pinned_pubkey") }
+    for hash in text.split(separator: ";", omittingEmptySubsequences: false) {
+      let value = hash.trimmingCharacters(in: .whitespaces)
+      guard value.hasPrefix("sha256//"), let digest = Data(base64Encoded: String(value.dropFirst(8))),
+        digest.count == 32
+      else {
+        diagnostics.error(
+          node.mark,
+          "bad tls.pinned_pubkey '\(text)': give sha256// and the Base64 of the SHA-256 of the server's public key (several separated by ';'), or a public key file (PEM or DER)"
+        )
+        return nil
+      }
+    }
+    return text
+  }
+
+  /// A client key belongs with its certificate, and a password with a key.
+  mutating func checkClient(_ tls: TLSSettings, at mark: SourceMark) {
+    if tls.clientKey != nil && tls.clientCert == nil {
+      diagnostics.error(mark, "tls.client_key without tls.client_cert: give the certificate the key belongs to")
+    }
+    if tls.keyPassword != nil && tls.clientKey == nil && tls.clientCert == nil {
+      diagnostics.error(
+        mark, "tls.key_password without tls.client_key or tls.client_cert: it is the password of the client key")
+    }
   }
 
   // MARK: - Tasks

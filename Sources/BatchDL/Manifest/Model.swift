@@ -20,15 +20,17 @@ public struct Manifest: Sendable {
   public init(path: String, directory: String, version: Int, sessions: [Session], secrets: [Secret]) {
     self.path = path
     self.directory = directory
-    if directory.hasPrefix("/") {
-      absoluteDirectory = directory
-    } else {
-      let cwd = FileManager.default.currentDirectoryPath
-      absoluteDirectory = directory == "." ? cwd : cwd + "/" + directory
-    }
+    absoluteDirectory = Self.absolute(directory: directory)
     self.version = version
     self.sessions = sessions
     self.secrets = secrets
+  }
+
+  /// A manifest's folder as an absolute path, against the working directory.
+  static func absolute(directory: String) -> String {
+    if directory.hasPrefix("/") { return directory }
+    let cwd = FileManager.default.currentDirectoryPath
+    return directory == "." || directory.isEmpty ? cwd : cwd + "/" + directory
   }
 }
 
@@ -91,6 +93,60 @@ public struct NetworkSettings: Hashable, Sendable {
   public var segments = 1
   /// `network.min_segment_size`: a download is split only into segments at least this long.
   public var minSegmentSize: Int64 = 16 << 20
+  /// `network.http_version`.
+  public var httpVersion = HTTPVersion.auto
+}
+
+/// `network.http_version`: which HTTP the session's requests ask for.
+public enum HTTPVersion: String, CaseIterable, Sendable {
+  /// HTTP/2 over TLS where the server offers it by ALPN, else HTTP/1.1; HTTP/1.1 on `http://`.
+  case auto
+  /// HTTP/1.1 only.
+  case http1_1 = "1.1"
+  /// HTTP/2: by ALPN over TLS (HTTP/1.1 still when the server offers nothing else), and with prior
+  /// knowledge (h2c) on `http://`.
+  case http2 = "2"
+}
+
+/// A session's `tls:` settings. Paths are absolute (relative ones were read from the manifest's
+/// folder), and the files were there when the manifest was read.
+public struct TLSSettings: Hashable, Sendable {
+  public enum Version: String, CaseIterable, Sendable {
+    case tls1_2 = "1.2"
+    case tls1_3 = "1.3"
+  }
+
+  /// PEM file of the CAs to trust instead of the system's store.
+  public var caFile: String?
+  /// Folder of CA certificates named by subject hash (`c_rehash`), instead of the system's store.
+  public var caPath: String?
+  /// Client certificate (PEM), and its key when `clientKey` is not given.
+  public var clientCert: String?
+  public var clientKey: String?
+  /// The client key's password: a secret.
+  public var keyPassword: String?
+  /// libcurl's `CURLOPT_PINNEDPUBLICKEY`: a public key file, or `sha256//BASE64[;sha256//...]`.
+  public var pinnedPublicKey: String?
+  /// The lowest TLS version accepted.
+  public var minVersion: Version?
+
+  public init() {}
+
+  /// Whether nothing is set.
+  public var isEmpty: Bool { self == TLSSettings() }
+
+  /// `base` with each key `over` gives replaced.
+  static func merged(_ base: TLSSettings, _ over: TLSSettings) -> TLSSettings {
+    var result = base
+    result.caFile = over.caFile ?? base.caFile
+    result.caPath = over.caPath ?? base.caPath
+    result.clientCert = over.clientCert ?? base.clientCert
+    result.clientKey = over.clientKey ?? base.clientKey
+    result.keyPassword = over.keyPassword ?? base.keyPassword
+    result.pinnedPublicKey = over.pinnedPublicKey ?? base.pinnedPublicKey
+    result.minVersion = over.minVersion ?? base.minVersion
+    return result
+  }
 }
 
 /// Bounds of the source keys.
@@ -183,6 +239,8 @@ public struct Session: Sendable {
   public var insecure = false
   /// `mirrors:`: URL prefixes whose files other prefixes serve too, as written.
   public var mirrors: [MirrorRule] = []
+  /// `tls:`.
+  public var tls = TLSSettings()
 }
 
 /// One entry of a session's `mirrors:` map: a download whose URL starts with `prefix` also gets the

@@ -60,7 +60,7 @@ public enum Descriptors {
           let headers = session.headers.merged(with: spec.headers).map { "\($0.name): \($0.value)" }
           let answer = DescriptorFetch(
             url: spec.document, headers: headers, timeouts: session.timeouts, retry: session.retry,
-            insecure: session.insecure
+            insecure: session.insecure, tls: session.tls, httpVersion: session.network.httpVersion
           ).run(conditional: stored?.meta)
           set.documents[spec.document] = settle(
             answer, stored: stored, masked: masked, files: files, redactor: redactor)
@@ -166,6 +166,8 @@ struct DescriptorFetch {
   var timeouts: Timeouts
   var retry: RetryPolicy
   var insecure: Bool
+  var tls: TLSSettings
+  var httpVersion: HTTPVersion
 
   func run(conditional: DescriptorMeta?) -> Answer {
     let tries = max(1, min(retry.attempts, 5))
@@ -189,10 +191,7 @@ struct DescriptorFetch {
       try easy.set(CURLOPT_FOLLOWLOCATION, 1)
       try easy.set(CURLOPT_MAXREDIRS, 10)
       try easy.set(CURLOPT_NOSIGNAL, 1)
-      if insecure {
-        try easy.set(CURLOPT_SSL_VERIFYPEER, 0)
-        try easy.set(CURLOPT_SSL_VERIFYHOST, 0)
-      }
+      try easy.setSecurity(url: url, httpVersion: httpVersion, tls: tls, insecure: insecure)
       let idle = max(1, Int(clamping: timeouts.request.milliseconds))
       try easy.set(CURLOPT_CONNECTTIMEOUT_MS, idle)
       // No byte for the idle limit fails it; the whole fetch gets the task budget, else 10 minutes.

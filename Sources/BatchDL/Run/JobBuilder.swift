@@ -194,6 +194,8 @@ final class JobBuilder: TransferJobSource {
     spec.segments = session.network.segments
     spec.cookieJar = cookieJars[index]
     spec.waitsForConnectivity = session.network.waitsForConnectivity
+    spec.tls = session.tls
+    spec.httpVersion = session.network.httpVersion
     return spec
   }
 

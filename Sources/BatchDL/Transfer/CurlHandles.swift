@@ -182,6 +182,43 @@ final class EasyHandle {
   }
 }
 
+extension EasyHandle {
+  /// The session's HTTP version and TLS settings, for a request of `url`; the one place that sets
+  /// them, for transfers and for descriptors alike.
+  func setSecurity(url: String, httpVersion: HTTPVersion, tls: TLSSettings, insecure: Bool) throws(CurlSetupError) {
+    let https = url.utf8.starts(with: "https:".utf8)
+    switch httpVersion {
+    case .auto: try set(CURLOPT_HTTP_VERSION, ccurl_http_version_2tls)
+    case .http1_1: try set(CURLOPT_HTTP_VERSION, ccurl_http_version_1_1)
+    case .http2: try set(CURLOPT_HTTP_VERSION, https ? ccurl_http_version_2 : ccurl_http_version_2_prior_knowledge)
+    }
+    // Where HTTP/2 may be spoken, a request waits for a connection being set up to its host to
+    // say whether it multiplexes, rather than open one more (as curl --parallel does). Not where
+    // it cannot be, where it would only hold each new connection back until the last connected.
+    if httpVersion == .http2 || (https && httpVersion == .auto) { try set(CURLOPT_PIPEWAIT, 1) }
+    if insecure {
+      try set(CURLOPT_SSL_VERIFYPEER, 0)
+      try set(CURLOPT_SSL_VERIFYHOST, 0)
+    }
+    guard !tls.isEmpty else { return }
+    if let file = tls.caFile { try set(CURLOPT_CAINFO, file) }
+    if let folder = tls.caPath {
+      try set(CURLOPT_CAPATH, folder)
+      // A folder alone: the system's bundle (libcurl's default CAINFO) is not trusted besides it.
+      if tls.caFile == nil { try set(CURLOPT_CAINFO, pointer: nil) }
+    }
+    if let certificate = tls.clientCert { try set(CURLOPT_SSLCERT, certificate) }
+    if let key = tls.clientKey { try set(CURLOPT_SSLKEY, key) }
+    if let password = tls.keyPassword { try set(CURLOPT_KEYPASSWD, password) }
+    if let pin = tls.pinnedPublicKey { try set(CURLOPT_PINNEDPUBLICKEY, pin) }
+    switch tls.minVersion {
+    case .tls1_2: try set(CURLOPT_SSLVERSION, ccurl_sslversion_tls1_2)
+    case .tls1_3: try set(CURLOPT_SSLVERSION, ccurl_sslversion_tls1_3)
+    case nil: break
+    }
+  }
+}
+
 /// The multi handle that runs every transfer of a run on one thread.
 final class MultiHandle {
   let raw: UnsafeMutableRawPointer

@@ -16,7 +16,7 @@ public enum FailureClassifier {
     case CURLE_OPERATION_TIMEDOUT: name = .timeout
     case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
       CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-      name = .tls
+      return TransferFailure(code: .tls, message: message + tlsHint(code, message: message))
     case CURLE_TOO_MANY_REDIRECTS: name = .tooManyRedirects
     case CURLE_UNSUPPORTED_PROTOCOL: name = .protocol
     case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_PARTIAL_FILE, CURLE_GOT_NOTHING, CURLE_HTTP2, CURLE_HTTP2_STREAM,
@@ -32,6 +32,27 @@ public enum FailureClassifier {
     default: name = .curl(Int(code.rawValue))
     }
     return TransferFailure(code: name, message: message)
+  }
+
+  /// What to set, after libcurl's words, for the TLS failures a session's `tls:` settings answer.
+  static func tlsHint(_ code: CURLcode, message: String) -> String {
+    switch code {
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+      return ": the server's public key does not match tls.pinned_pubkey"
+    case CURLE_SSL_CERTPROBLEM:
+      return ": the client certificate or its key could not be used (tls.client_cert, tls.client_key, tls.key_password)"
+    case CURLE_SSL_CACERT_BADFILE:
+      return ": the CA certificates could not be read (tls.ca_file, tls.ca_path)"
+    case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_ISSUER_ERROR:
+      let text = message.lowercased()
+      if text.contains("name") && !text.contains("issuer") {
+        return ": the server's certificate is not issued for this host name"
+      }
+      return
+        ": the server's certificate is not trusted: if a private CA issued it, give that CA's certificate in the session's tls.ca_file (or a folder of them in tls.ca_path)"
+    default:
+      return ""
+    }
   }
 
   static func classify(status: Int, reason: String) -> TransferFailure {

@@ -73,17 +73,9 @@ final class Transfer {
     try easy.set(CURLOPT_FOLLOWLOCATION, spec.followsRedirectsItself ? 0 : 1)
     try easy.set(CURLOPT_MAXREDIRS, 10)
     try easy.set(CURLOPT_NOSIGNAL, 1)
-    try easy.set(CURLOPT_HTTP_VERSION, ccurl_http_version_2tls)
-    // Where HTTP/2 may be spoken, a request waits for a connection being set up to its host to
-    // say whether it multiplexes, rather than open one more (as curl --parallel does). Not on
-    // plain http://, where it would only hold each new connection back until the last connected.
-    if spec.url.utf8.starts(with: "https:".utf8) { try easy.set(CURLOPT_PIPEWAIT, 1) }
+    try easy.setSecurity(url: spec.url, httpVersion: spec.httpVersion, tls: spec.tls, insecure: spec.insecure)
     try easy.set(CURLOPT_NETRC, ccurl_netrc_ignored)
     if let interface = spec.interface { try easy.set(CURLOPT_INTERFACE, "if!\(interface)") }
-    if spec.insecure {
-      try easy.set(CURLOPT_SSL_VERIFYPEER, 0)
-      try easy.set(CURLOPT_SSL_VERIFYHOST, 0)
-    }
     // The idle limit (`timeouts.request`) is the engine's: libcurl's low-speed check averages over
     // five seconds, and so fired that much late once data had flowed.
     try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(clamping: spec.requestTimeout.milliseconds))

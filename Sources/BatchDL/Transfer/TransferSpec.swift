@@ -97,6 +97,10 @@ public struct TransferSpec: Sendable {
   public var sessionLimit: Int
   /// Skip TLS verification (a session's `insecure: true`).
   public var insecure: Bool
+  /// The session's `tls:` settings.
+  public var tls = TLSSettings()
+  /// The session's `network.http_version`.
+  public var httpVersion = HTTPVersion.auto
   /// Ask for compressed bodies and decode them (data tasks); false sends `Accept-Encoding: identity`
   /// (downloads, whose bytes on disk must be the resource's own).
   public var decodeContent = false
