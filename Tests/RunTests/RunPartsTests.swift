@@ -121,6 +121,24 @@ func request(_ plan: Plan, id: String) throws -> PlannedRequest {
     #expect(limit == Runner.dataMemoryLimit && none == nil && data.decodeContent)
   }
 
+  @Test func theSessionsTLSSettingsAndHTTPVersionReachItsTransfers() throws {
+    let (folder, plan) = try planned(
+      """
+      version: 1
+      sessions:
+        s:
+          tls: {ca_file: ca.pem, min_version: 1.3}
+          network: {http_version: 1.1}
+          tasks:
+            - download: https://h.test/file.bin
+      """, files: ["ca.pem": "ca"])
+    let builder = JobBuilder(plan: plan, state: StateFolder(option: nil, manifest: plan.manifest), redactor: Redactor())
+    let (spec, _) = builder.spec(for: try request(plan, id: "file.bin"))
+    #expect(spec.tls.caFile == folder.path + "/ca.pem")
+    #expect(spec.tls.minVersion == .tls1_3)
+    #expect(spec.httpVersion == .http1_1)
+  }
+
   @Test func aResumeContinuesFromTheCheckpointAndCountsTheTimeSpent() throws {
     let (folder, plan) = try planned(Self.yaml)
     let download = try request(plan, id: "file.bin")
