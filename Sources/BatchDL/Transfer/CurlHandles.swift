@@ -24,6 +24,8 @@ final class EasyHandle {
   private var lists: [UnsafeMutablePointer<curl_slist>] = []
   private var mime: OpaquePointer?
   let errorBuffer: UnsafeMutablePointer<CChar>
+  /// The size of libcurl's receive buffer for this handle, when it was last set (0: libcurl's default).
+  private var receiveBuffer = 0
 
   /// `receiveBuffer`: the bytes libcurl reads at a time (`CURLOPT_BUFFERSIZE`), nil for its default.
   init(receiveBuffer: Int? = nil) throws(CurlSetupError) {
@@ -35,7 +37,10 @@ final class EasyHandle {
     errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
     ccurl_easy_setopt_pointer(raw, CURLOPT_ERRORBUFFER, errorBuffer)
-    if let receiveBuffer { try set(CURLOPT_BUFFERSIZE, receiveBuffer) }
+    if let receiveBuffer {
+      try set(CURLOPT_BUFFERSIZE, receiveBuffer)
+      self.receiveBuffer = receiveBuffer
+    }
   }
 
   deinit {
@@ -60,14 +65,26 @@ final class EasyHandle {
     ccurl_easy_setopt_pointer(raw, CURLOPT_ERRORBUFFER, errorBuffer)
   }
 
-  /// Whether a handle made as new by `reset()` can take another transfer reading `receiveBuffer`
-  /// bytes at a time. libcurl 7.88 frees a handle's receive buffer only when a transfer ends with
-  /// its connection unused: after a stream of an HTTP/2 connection that carries others, or a
-  /// failure before connecting (DNS), it keeps the buffer and refuses `CURLOPT_BUFFERSIZE`. Such a
-  /// handle is not used again: its size would fall back to 16 KiB over a buffer of the old size.
-  func accepts(receiveBuffer: Int) -> Bool {
-    ccurl_easy_setopt_long(raw, CURLOPT_BUFFERSIZE, receiveBuffer) == CURLE_OK
+  /// Whether a handle made as new by `reset()` can take another transfer reading `bytes` at a
+  /// time, to a host that answered over HTTP/2 when `multiplexed`.
+  ///
+  /// libcurl 7.88 frees a handle's receive buffer only when a transfer ends with its connection
+  /// unused: after a stream of an HTTP/2 connection that carries others, or a failure before
+  /// connecting (DNS), it keeps the buffer and refuses `CURLOPT_BUFFERSIZE`, and the size it reads
+  /// at a time is back at its default, 16 KiB, over the buffer it kept. That is safe when the
+  /// buffer kept is at least that large, and costs nothing over HTTP/2, where libcurl reads the
+  /// socket into a buffer of the connection's and hands each stream at most a frame (16 KiB) at a
+  /// time: such a handle takes a transfer to a multiplexed host. Else it is dropped, for a new one.
+  func accepts(receiveBuffer bytes: Int, multiplexed: Bool) -> Bool {
+    if ccurl_easy_setopt_long(raw, CURLOPT_BUFFERSIZE, bytes) == CURLE_OK {
+      receiveBuffer = bytes
+      return true
+    }
+    return multiplexed && receiveBuffer >= Self.defaultReceiveBuffer
   }
+
+  /// libcurl's receive buffer when none is set (`CURL_MAX_WRITE_SIZE`).
+  static let defaultReceiveBuffer = 16 << 10
 
   /// libcurl's detailed message for the last failure, or its generic text for `code`.
   func message(for code: CURLcode) -> String {

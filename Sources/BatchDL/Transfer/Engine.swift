@@ -198,7 +198,7 @@ public final class Engine {
   /// Hosts that answered over HTTP/2: their requests share connections as streams, so that
   /// `max_connections_per_host` caps connections (libcurl's `CURLMOPT_MAX_HOST_CONNECTIONS`) and no
   /// longer the requests in flight, which `max_concurrent` caps.
-  private var multiplexedHosts: Set<String> = []
+  var multiplexedHosts: Set<String> = []
   var sessionActive: [Int: Int] = [:]
   private var timers = MinHeap<Timer>()
   var active: [UnsafeMutableRawPointer: Transfer] = [:]
@@ -690,7 +690,10 @@ public final class Engine {
   func makeTransfer(_ job: Int, spec: TransferSpec, timeout: Interval?) throws -> Transfer {
     let key = spec.sessionKey
     let buffer = Transfer.receiveBuffer(for: spec)
-    let spare = spareHandles[key]?.popLast().flatMap { $0.accepts(receiveBuffer: buffer) ? $0 : nil }
+    let multiplexed = multiplexedHosts.contains(spec.hostKey)
+    let spare = spareHandles[key]?.popLast().flatMap {
+      $0.accepts(receiveBuffer: buffer, multiplexed: multiplexed) ? $0 : nil
+    }
     let transfer = try Transfer(
       job: job, spec: spec, timeout: timeout, easy: spare ?? EasyHandle(receiveBuffer: buffer))
     let share = shares[key] ?? SessionShare(cookieJar: spec.cookieJar)
