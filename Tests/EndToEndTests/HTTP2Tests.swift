@@ -96,6 +96,27 @@ import Testing
     #expect(try fixture.tasks()["a.bin"]?["protocol"] as? String == "HTTP/1.1")
   }
 
+  @Test func http2WithPriorKnowledgeToAnHTTP1ServerSaysWhatToSet() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(.version(1, length: 1000)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          network: {http_version: 2}
+          tasks:
+            - download: BASE/a.bin
+              to: a.bin
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1)
+    #expect(!fixture.folder.exists("a.bin"))
+    let error = try #require(try fixture.tasks()["a.bin"]?["error"] as? [String: Any])
+    #expect((error["message"] as? String)?.contains("use auto or 1.1") == true, "\(error)")
+  }
+
   @Test func aServerThatEndsConnectionsWithGoawayCostsNoTask() throws {
     // nginx sends GOAWAY after 7 requests on a connection: streams opened past it are refused.
     let nginx = try NginxServer(serverDirectives: "keepalive_requests 7;")

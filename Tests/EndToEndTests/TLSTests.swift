@@ -90,6 +90,7 @@ import Testing
     let (refused, thirteen) = try download(from: nginx, tls: "tls: {ca_file: \(ca), min_version: \"1.3\"}")
     #expect(thirteen.status == 1)
     #expect(try error(refused)["code"] as? String == "tls")
+    #expect((try error(refused)["message"] as? String)?.contains("tls.min_version") == true)
   }
 
   @Test func aClientCertificateIsPresentedAndItsPasswordStaysSecret() throws {

@@ -81,7 +81,14 @@ import Testing
   }
 
   @Test func aHandshakeFailureKeepsLibcurlsWordsAlone() {
-    let failure = FailureClassifier.classify(CURLE_SSL_CONNECT_ERROR, message: "tlsv1 alert protocol version")
-    #expect(failure.code == .tls && failure.message == "tlsv1 alert protocol version")
+    let failure = FailureClassifier.classify(CURLE_SSL_CONNECT_ERROR, message: "handshake failure")
+    #expect(failure.code == .tls && failure.message == "handshake failure")
+  }
+
+  @Test func noCommonVersionNamesMinVersion() {
+    let failure = FailureClassifier.classify(
+      CURLE_SSL_CONNECT_ERROR, message: "OpenSSL/3.0.19: error:0A00042E:SSL routines::tlsv1 alert protocol version")
+    #expect(failure.code == .tls)
+    #expect(failure.message.contains("tls.min_version"))
   }
 }

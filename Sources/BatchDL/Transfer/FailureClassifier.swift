@@ -41,6 +41,9 @@ public enum FailureClassifier {
       return ": the server's public key does not match tls.pinned_pubkey"
     case CURLE_SSL_CERTPROBLEM:
       return ": the client certificate or its key could not be used (tls.client_cert, tls.client_key, tls.key_password)"
+    case CURLE_SSL_CONNECT_ERROR where message.lowercased().contains("protocol version"):
+      return
+        ": the server and batchdl share no TLS version (batchdl offers TLS 1.2 and 1.3, or those from the session's tls.min_version on)"
     case CURLE_SSL_CACERT_BADFILE:
       return ": the CA certificates could not be read (tls.ca_file, tls.ca_path)"
     case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_ISSUER_ERROR:
@@ -54,6 +57,10 @@ public enum FailureClassifier {
       return ""
     }
   }
+
+  /// For a request that spoke HTTP/2 to an `http://` URL without asking first and got no answer.
+  static let priorKnowledgeHint =
+    "; network.http_version: 2 speaks HTTP/2 to http:// URLs without asking first (h2c with prior knowledge), and this server may speak only HTTP/1.1 there: use auto or 1.1 for it"
 
   static func classify(status: Int, reason: String) -> TransferFailure {
     var message = "HTTP \(status)"
