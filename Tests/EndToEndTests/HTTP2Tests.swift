@@ -140,9 +140,9 @@ import Testing
     // that stream (RST_STREAM) while the other streams of the connection go on.
     let fixture = try RunFixture()
     let backend = fixture.server
-    let body = FileResource.versionBytes(7, length: 400_000)
+    let body = FileResource.versionBytes(7, length: 2_000_000)
     backend.route(
-      "/b.bin", .file(FileResource(body: body, etag: .strong("b7"), dropAfter: 150_000, dropTimes: 1)))
+      "/b.bin", .file(FileResource(body: body, etag: .strong("b7"), dropAfter: 1_000_000, dropTimes: 1)))
     let nginx = try NginxServer(
       serverDirectives: """
             location /proxied/ {

@@ -61,6 +61,58 @@ import Testing
     #expect(plan.manifest.secrets.contains { $0.value == "hunter22" })
   }
 
+  @Test func aClientCertificateKeyAndPasswordAreInheritedTogetherOrNotAtAll() throws {
+    let (folder, result) = ManifestFixture.plan(
+      """
+      version: 1
+      defaults:
+        tls: {client_cert: certs/client.pem, client_key: certs/client.key, key_password: "p4ssword"}
+      sessions:
+        inherits:
+          tasks:
+            - download: https://example.org/a.bin
+        own:
+          tls: {client_cert: certs/ca.pem, ca_file: certs/ca.pem}
+          tasks:
+            - download: https://example.org/b.bin
+      """, files: Self.files)
+    let plan = try result.get()
+    let inherits = try #require(plan.manifest.session("inherits")).tls
+    #expect(inherits.clientKey == folder.path + "/certs/client.key" && inherits.keyPassword == "p4ssword")
+    let own = try #require(plan.manifest.session("own")).tls
+    #expect(own.clientCert == folder.path + "/certs/ca.pem")
+    #expect(own.clientKey == nil && own.keyPassword == nil, "never another certificate's key or password")
+  }
+
+  @Test func sessionsThatTrustOrPresentOtherThingsNeverShareARequest() throws {
+    let (_, result) = ManifestFixture.plan(
+      """
+      version: 1
+      sessions:
+        plain:
+          tasks:
+            - download: https://example.org/a.bin
+              to: plain/a.bin
+        client:
+          tls: {client_cert: certs/client.pem, client_key: certs/client.key}
+          tasks:
+            - download: https://example.org/a.bin
+              to: client/a.bin
+        same-client:
+          tls: {client_cert: certs/client.pem, client_key: certs/client.key}
+          tasks:
+            - download: https://example.org/a.bin
+              to: same/a.bin
+        insecure:
+          insecure: true
+          tasks:
+            - download: https://example.org/a.bin
+              to: insecure/a.bin
+      """, files: Self.files)
+    let plan = try result.get()
+    #expect(plan.requests.count == 3, "one request each for no settings, the client certificate, insecure")
+  }
+
   @Test func aWrittenPasswordIsASecretToo() throws {
     let (_, result) = ManifestFixture.plan(
       """

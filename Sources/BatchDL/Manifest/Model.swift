@@ -135,17 +135,34 @@ public struct TLSSettings: Hashable, Sendable {
   /// Whether nothing is set.
   public var isEmpty: Bool { self == TLSSettings() }
 
-  /// `base` with each key `over` gives replaced.
+  /// `base` with each key `over` gives replaced; the client certificate, its key and the key's
+  /// password go together (a session's certificate never gets the defaults' key or password).
   static func merged(_ base: TLSSettings, _ over: TLSSettings) -> TLSSettings {
     var result = base
     result.caFile = over.caFile ?? base.caFile
     result.caPath = over.caPath ?? base.caPath
-    result.clientCert = over.clientCert ?? base.clientCert
-    result.clientKey = over.clientKey ?? base.clientKey
-    result.keyPassword = over.keyPassword ?? base.keyPassword
+    if over.clientCert != nil || over.clientKey != nil || over.keyPassword != nil {
+      result.clientCert = over.clientCert
+      result.clientKey = over.clientKey
+      result.keyPassword = over.keyPassword
+    }
     result.pinnedPublicKey = over.pinnedPublicKey ?? base.pinnedPublicKey
     result.minVersion = over.minVersion ?? base.minVersion
     return result
+  }
+
+  /// What the settings trust and present, for a request's identity: paths under `folder` relative
+  /// to it (the same on every machine), the password left out (the key file stands for it).
+  func identity(relativeTo folder: String) -> String {
+    func path(_ value: String?) -> String {
+      guard let value else { return "" }
+      let prefix = folder.hasSuffix("/") ? folder : folder + "/"
+      return value.hasPrefix(prefix) ? String(value.dropFirst(prefix.count)) : value
+    }
+    return [
+      path(caFile), path(caPath), path(clientCert), path(clientKey),
+      pinnedPublicKey.map { $0.hasPrefix("sha256//") ? $0 : path($0) } ?? "", minVersion?.rawValue ?? "",
+    ].joined(separator: "\u{1F}")
   }
 }
 

@@ -128,6 +128,12 @@ private struct PlanBuilder {
     let effective = session.headers.merged(with: headers)
     var hasher = SHA256()
     hasher.update(data: Array("batchdl-request/1\n\(session.kind.rawValue)\n\(method)\n".utf8))
+    // Sessions that trust or present other things never share a request (nor one that trusts
+    // nothing with one that checks); without either, the identity is as it always was.
+    if session.insecure || !session.tls.isEmpty {
+      let trust = (session.insecure ? "insecure:" : "") + session.tls.identity(relativeTo: manifest.absoluteDirectory)
+      hasher.update(data: Array("tls:\(trust)\n".utf8))
+    }
     for header in effective.sorted(by: { $0.name.lowercased() < $1.name.lowercased() }) {
       hasher.update(data: Array("\(header.name.lowercased()):\(header.value)\n".utf8))
     }

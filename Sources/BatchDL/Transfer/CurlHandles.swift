@@ -218,11 +218,11 @@ extension EasyHandle {
       try set(CURLOPT_SSL_VERIFYHOST, 0)
     }
     guard !tls.isEmpty else { return }
-    if let file = tls.caFile { try set(CURLOPT_CAINFO, file) }
-    if let folder = tls.caPath {
-      try set(CURLOPT_CAPATH, folder)
-      // A folder alone: the system's bundle (libcurl's default CAINFO) is not trusted besides it.
-      if tls.caFile == nil { try set(CURLOPT_CAINFO, pointer: nil) }
+    // Either replaces the system's store: libcurl's default bundle (CAINFO) and folder (CAPATH,
+    // /etc/ssl/certs on Debian) are not trusted beside them.
+    if tls.caFile != nil || tls.caPath != nil {
+      if let file = tls.caFile { try set(CURLOPT_CAINFO, file) } else { try set(CURLOPT_CAINFO, pointer: nil) }
+      if let folder = tls.caPath { try set(CURLOPT_CAPATH, folder) } else { try set(CURLOPT_CAPATH, pointer: nil) }
     }
     if let certificate = tls.clientCert { try set(CURLOPT_SSLCERT, certificate) }
     if let key = tls.clientKey { try set(CURLOPT_SSLKEY, key) }
