@@ -155,4 +155,30 @@ import Testing
     #expect(!outside.exists("a.txt"))
     #expect(fixture.server.requests.isEmpty)
   }
+
+  @Test func noFolderIsMadeThroughASymlinkThatLeadsOut() throws {
+    // The folders of a refused destination were made outside dest before the check refused it.
+    let fixture = try RunFixture()
+    let outside = TemporaryDirectory()
+    fixture.server.route("/a", .text("a\n"))
+    try FileManager.default.createDirectory(atPath: fixture.folder.path + "/out", withIntermediateDirectories: true)
+    try FileManager.default.createSymbolicLink(
+      atPath: fixture.folder.path + "/out/link", withDestinationPath: outside.path)
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        main:
+          dest: out/
+          tasks:
+            - download: BASE/a
+              to: link/sub/deeper/a.txt
+      """)
+    let result = try fixture.run()
+    #expect(result.status == 1)
+    let error = try fixture.tasks()["out/link/sub/deeper/a.txt"]?["error"] as? [String: Any]
+    #expect(error?["code"] as? String == "unsafe-path")
+    #expect(!outside.exists("sub"), "nothing is created outside dest")
+    #expect(fixture.server.requests.isEmpty)
+  }
 }

@@ -73,19 +73,38 @@ final class FilePlacer {
   }
 
   /// Creates the destination's folders and refuses a path that a symbolic link leads outside
-  /// `root` (the session's dest).
+  /// `root` (the session's dest): the deepest folder that exists is checked before any folder is
+  /// made under it, and the whole path again once they are.
   static func prepare(path: String, root: String) throws(TransferFailure) {
     let parent = FileAccess.directory(of: path)
     do {
       try FileAccess.makeDirectories(root)
+    } catch {
+      throw FileSink.failure(errno: error.code, doing: error.operation)
+    }
+    guard let realRoot = realPath(root) else {
+      throw TransferFailure(code: .write, message: "cannot resolve the folder \(root)")
+    }
+    var existing = parent
+    var info = stat()
+    while lstat(existing, &info) != 0, errno == ENOENT, existing.count > root.count {
+      existing = FileAccess.directory(of: existing)
+    }
+    try checkInside(existing, root: realRoot, naming: path)
+    do {
       try FileAccess.makeDirectories(parent)
     } catch {
       throw FileSink.failure(errno: error.code, doing: error.operation)
     }
-    guard let realParent = realPath(parent), let realRoot = realPath(root) else {
-      throw TransferFailure(code: .write, message: "cannot resolve the folder \(parent)")
+    try checkInside(parent, root: realRoot, naming: path)
+  }
+
+  /// Refuses `folder` when it does not resolve to `root` or a folder inside it.
+  private static func checkInside(_ folder: String, root: String, naming path: String) throws(TransferFailure) {
+    guard let real = realPath(folder) else {
+      throw TransferFailure(code: .write, message: "cannot resolve the folder \(folder)")
     }
-    guard realParent == realRoot || realParent.hasPrefix(realRoot.hasSuffix("/") ? realRoot : realRoot + "/") else {
+    guard real == root || real.hasPrefix(root.hasSuffix("/") ? root : root + "/") else {
       throw TransferFailure(
         code: .unsafePath,
         message: "\(path) leads outside the session's dest through a symbolic link; nothing was written")
