@@ -51,6 +51,46 @@ import Testing
       outcome.stderr.contains("doc.meta4:4:3: warning: file name '../evil.bin' contains '..'"), "\(outcome.stderr)")
   }
 
+  @Test func aDocumentFromTheNetworkNeverWritesBatchdlsOwnFiles() throws {
+    // A document served by the network, in a manifest with neither dest nor to:, names the
+    // manifest itself, the state database and another file's partial file.
+    let fixture = try RunFixture()
+    let hostile = Array("version: 1\nsessions: {s: {on_finished: touch pwned, tasks: []}}\n".utf8)
+    fixture.server.route("/evil.yaml", .file(FileResource(body: hostile, etag: .strong("e"))))
+    fixture.server.route("/a.bin", .file(.version(1, length: Self.length)))
+    fixture.server.route(
+      "/doc.meta4",
+      .file(
+        FileResource(
+          text: Self.document([
+            ("manifest.yaml", [fixture.server.url("/evil.yaml")], nil),
+            (".batchdl/state.sqlite", [fixture.server.url("/evil.yaml")], nil),
+            ("a.bin.batchdl-part", [fixture.server.url("/evil.yaml")], nil),
+            ("a.bin", [fixture.server.url("/a.bin")], SHA256Digest.hex(Self.one)),
+          ]), contentType: "application/metalink4+xml", etag: .strong("d"))))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - metalink: BASE/doc.meta4
+      """)
+    let manifest = fixture.folder.read("manifest.yaml")
+    let outcome = try fixture.run()
+    #expect(fixture.holds("a.bin", Self.one))
+    #expect(fixture.folder.read("manifest.yaml") == manifest, "the manifest is the user's")
+    #expect(fixture.server.requests(for: "/evil.yaml").isEmpty, "nothing is fetched for a name it may not write")
+    for name in ["manifest.yaml", ".batchdl/state.sqlite", "a.bin.batchdl-part"] {
+      #expect(outcome.stderr.contains("the destination '\(name)'"), "\(name): \(outcome.stderr)")
+    }
+    // The state is batchdl's own: a second run has nothing to do.
+    let again = try fixture.run()
+    #expect(again.status == outcome.status, "\(again.stderr)")
+    #expect(try fixture.tasks()["a.bin"]?["outcome"] as? String == "unchanged")
+    #expect(!fixture.folder.exists("pwned"))
+  }
+
   @Test func aDescriptorThatCannotBeFetchedFailsOnlyItsTasks() throws {
     let fixture = try RunFixture()
     fixture.server.route("/doc.meta4", .status(500))

@@ -16,10 +16,14 @@ public struct Planner {
   ///
   /// `descriptors` holds the documents that `metalink:` entries name by URL (fetched or stored by
   /// the command); without one, such an entry lists no tasks, with a warning.
+  ///
+  /// `stateFolder`: the state folder the command uses (absolute), which no destination may name;
+  /// the default one beside the manifest is never a destination either.
   public func plan(
-    _ manifest: Manifest, warnings: [Diagnostic] = [], descriptors: DescriptorSet? = nil
+    _ manifest: Manifest, warnings: [Diagnostic] = [], descriptors: DescriptorSet? = nil, stateFolder: String? = nil
   ) throws(ManifestError) -> Plan {
     var builder = PlanBuilder(manifest: manifest, maxProblemsPerList: maxProblemsPerList)
+    builder.reserved = ReservedPaths(manifest: manifest, stateFolder: stateFolder)
     builder.descriptorSet = descriptors
     builder.partial = warnings.contains { $0.severity == .error }
     builder.expandAll()
@@ -73,6 +77,8 @@ private struct PlanBuilder {
   var partial = false
   /// Documents fetched before planning (`metalink:` by URL).
   var descriptorSet: DescriptorSet?
+  /// The files batchdl reads or keeps, which no destination may name.
+  var reserved = ReservedPaths()
   /// Sizes and digests from documents, and the documents given by URL.
   var expectations: [TaskExpectation] = []
   var descriptors: [PlannedDescriptor] = []
@@ -358,7 +364,7 @@ private struct PlanBuilder {
       guard
         let destination = resolveDestination(
           session: session, to: PathRules.join(folder, file.name), isFolder: false, url: first.normalized,
-          mark: file.mark)
+          mark: file.mark, fromDocument: true)
       else { continue }
       let urlRef = text.append(first.written)
       let toRef = text.append(destination)
@@ -456,7 +462,7 @@ private struct PlanBuilder {
       let name = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: url[nameRange]))
       // A normal path's last segment is never empty, `.`, `..`, nor holds `/` or NUL; `@` could be
       // user-info to mask: the general path decides.
-      if !name.contains(UInt8(ascii: "@")) {
+      if !name.contains(UInt8(ascii: "@")), !reserved.mayName(name) {
         let toRef = namePrefix.withUnsafeBytes { text.append($0, name) }
         let task = add(
           context: context, url: urlBytes,
@@ -530,8 +536,11 @@ private struct PlanBuilder {
   }
 
   /// The destination relative to the manifest's folder, or nil after reporting why there is none.
+  /// `fromDocument`: the name came from a document (Metalink), so that a name it may not have leaves
+  /// that file out, with a warning, instead of making the manifest invalid.
   mutating func resolveDestination(
-    session: Session, to: String?, isFolder: Bool, url: NormalizedURL, mark: SourceMark, quiet: Bool = false
+    session: Session, to: String?, isFolder: Bool, url: NormalizedURL, mark: SourceMark, quiet: Bool = false,
+    fromDocument: Bool = false
   ) -> String? {
     var relative = ""
     if let to, let lastTo, lastTo.text == to {
@@ -563,6 +572,17 @@ private struct PlanBuilder {
       return nil
     }
     let destination = PathRules.join(session.dest, relative)
+    if let why = reserved.problem(with: destination, in: manifest.absoluteDirectory) {
+      if !quiet {
+        let message = "the destination '\(redactor.text(destination))' \(why)"
+        if fromDocument {
+          diagnostics.warning(mark, message + "; this file is left out")
+        } else {
+          diagnostics.error(mark, message)
+        }
+      }
+      return nil
+    }
     // File names appear in reports and the state folder, and on disk: none may hold a secret.
     let masked = redactor.text(destination)
     if masked != destination {
@@ -1034,5 +1054,89 @@ func writeHexDigits(of bytes: UnsafeRawBufferPointer, into out: UnsafeMutableBuf
       out[index * 2] = digits[Int(byte >> 4)]
       out[index * 2 + 1] = digits[Int(byte & 0xF)]
     }
+  }
+}
+
+/// The files batchdl reads or keeps, which no destination may name, so that nothing fetched can
+/// replace them: the manifest, its list files and local Metalink documents, the files of its
+/// uploads and of its sessions' `tls:`, the state folder (and anything in it), and any partial
+/// file (`NAME.batchdl-part`), which belongs to another destination's download in progress.
+struct ReservedPaths {
+  /// Absolute, standardized paths of files.
+  private var files: Set<String> = []
+  /// Absolute, standardized paths of folders, with everything in them.
+  private var folders: [String] = []
+  /// The last path components of all of them: most names are none of them, told without a path.
+  private var names: Set<String> = []
+
+  init() {}
+
+  init(manifest: Manifest, stateFolder: String?) {
+    let root = manifest.absoluteDirectory
+    func file(_ path: String?) {
+      guard let path else { return }
+      let absolute = Self.standardized(FileAccess.resolve(path, against: root))
+      files.insert(absolute)
+      names.insert(FileAccess.name(of: absolute))
+    }
+    file(FileAccess.resolve(FileAccess.name(of: manifest.path), against: root))
+    for session in manifest.sessions {
+      for path in [session.tls.caFile, session.tls.clientCert, session.tls.clientKey, session.tls.pinnedPublicKey] {
+        if let path, path.hasPrefix("/") { file(path) }
+      }
+      for entry in session.tasks {
+        switch entry {
+        case .task(let spec):
+          file(spec.from)
+          file(spec.bodyFile)
+          for field in spec.form { file(field.file) }
+        case .list(let spec): file(spec.file)
+        case .metalink(let spec): if !spec.isURL { file(spec.document) }
+        }
+      }
+    }
+    for folder in [root + "/" + StateFolder.defaultName, stateFolder].compactMap({ $0 }) {
+      let absolute = Self.standardized(folder)
+      folders.append(absolute)
+      names.insert(FileAccess.name(of: absolute))
+    }
+  }
+
+  /// An absolute path without `.`, `..` and empty components (symbolic links are not followed).
+  static func standardized(_ path: String) -> String {
+    var kept: [Substring] = []
+    for component in path.split(separator: "/") {
+      switch component {
+      case ".": continue
+      case "..": _ = kept.popLast()
+      default: kept.append(component)
+      }
+    }
+    return "/" + kept.joined(separator: "/")
+  }
+
+  /// Whether a file named `name` (UTF-8) in some folder could be one of them: the list fast path
+  /// leaves such names to the general rules.
+  func mayName(_ name: UnsafeRawBufferPointer) -> Bool {
+    let suffix = Plan.partialSuffix.utf8
+    if name.count >= suffix.count, name.suffix(suffix.count).elementsEqual(suffix) { return true }
+    return !names.isEmpty && names.contains(String(decoding: name, as: UTF8.self))
+  }
+
+  /// Why `destination` (relative to `root`, or absolute) may not be written, or nil.
+  func problem(with destination: String, in root: String) -> String? {
+    let components = destination.split(separator: "/")
+    if components.contains(where: { $0.hasSuffix(Plan.partialSuffix) }) {
+      return "names a partial file (*\(Plan.partialSuffix)), where batchdl keeps a download in progress"
+    }
+    guard components.contains(where: { names.contains(String($0)) }) else { return nil }
+    let absolute = Self.standardized(FileAccess.resolve(destination, against: root))
+    if files.contains(absolute) {
+      return "is a file batchdl reads for this manifest (the manifest, a list, a document, an upload or a tls: file)"
+    }
+    for folder in folders where absolute == folder || absolute.hasPrefix(folder + "/") {
+      return "is in batchdl's state folder \(folder)"
+    }
+    return nil
   }
 }

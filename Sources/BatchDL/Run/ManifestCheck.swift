@@ -19,7 +19,9 @@ public enum ManifestCheck {
     if byURL && !diagnostics.contains(where: { $0.severity == .error }) {
       descriptors = Descriptors.prepare(manifest, state: StateFolder(option: state, manifest: manifest), mode: mode)
     }
-    return try Planner().plan(manifest, warnings: diagnostics, descriptors: descriptors)
+    return try Planner().plan(
+      manifest, warnings: diagnostics, descriptors: descriptors,
+      stateFolder: StateFolder(option: state, manifest: manifest).path)
   }
 
   /// Prints diagnostics as `FILE:LINE:COLUMN: severity: message`, then a count of errors.
