@@ -142,6 +142,12 @@ public struct FileResource: Sendable {
   public var etag: ETag?
   /// The `Last-Modified` date, if any (whole seconds count).
   public var lastModified: Date?
+  /// The `Date` header of every answer: the time of the answer when nil, as real servers send it.
+  /// Equal to `lastModified`, the date is a weak validator (RFC 9110 8.8.2.2).
+  public var date: Date?
+  /// Answer a `Range` with `206` whatever `If-Range` says (a server that ignores it): after the file
+  /// changed, its bytes are another version's, labelled with the new validators.
+  public var ignoreIfRange = false
   /// Always answer 200 with the whole body, ignoring `Range` (and sending no `Accept-Ranges`).
   public var ignoreRange: Bool
   /// Send this many body bytes, then close the socket without finishing the response.

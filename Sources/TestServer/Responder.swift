@@ -83,6 +83,7 @@ enum Responder {
     if !file.ignoreRange { headers.append(("Accept-Ranges", "bytes")) }
     if let etag = file.etag { headers.append(("ETag", etag.headerValue)) }
     if let date = file.lastModified { headers.append(("Last-Modified", Formatting.httpDate(date))) }
+    headers.append(("Date", Formatting.httpDate(file.date ?? Date())))
     if let encoding = file.contentEncoding { headers.append(("Content-Encoding", encoding)) }
     for (name, value) in file.extraHeaders.sorted(by: { $0.key < $1.key }) { headers.append((name, value)) }
     let total = file.body.count
@@ -188,7 +189,8 @@ enum Responder {
 
   /// Whether `If-Range` (if any) still names the current representation.
   static func rangeApplies(_ file: FileResource, _ request: RecordedRequest) -> Bool {
-    guard let condition = request.header("if-range")?.trimmingCharacters(in: .whitespaces) else { return true }
+    guard !file.ignoreIfRange, let condition = request.header("if-range")?.trimmingCharacters(in: .whitespaces)
+    else { return true }
     if condition.hasPrefix("\"") || condition.hasPrefix("W/") {
       guard let tag = ETag(headerValue: condition), let etag = file.etag else { return false }
       return !tag.isWeak && !etag.isWeak && tag.tag == etag.tag

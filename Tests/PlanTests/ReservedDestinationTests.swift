@@ -33,13 +33,12 @@ import Testing
               to: ./sub/../urls.txt
             - list: urls.txt
       """, files: ["certs/ca.pem": "ca", "up.bin": "u", "urls.txt": "https://a.example/ok.bin\n"])
-    let reads = "is a file batchdl reads for this manifest (the manifest, a list, a document, an upload or a tls: file)"
+    let reads = "is a file batchdl reads for this manifest (the manifest, a list, a document or a tls: file)"
     let partial = "names a partial file (*.batchdl-part), where batchdl keeps a download in progress"
     for expected in [
       "7:13: error: the destination 'manifest.yaml' \(reads)",
       "11:13: error: the destination 'a.bin.batchdl-part' \(partial)",
       "13:13: error: the destination 'certs/ca.pem' \(reads)",
-      "17:13: error: the destination 'up.bin' \(reads)",
       "19:13: error: the destination 'sub.batchdl-part/d.bin' \(partial)",
       "21:13: error: the destination 'urls.txt' \(reads)",
     ] {

@@ -1059,8 +1059,9 @@ func writeHexDigits(of bytes: UnsafeRawBufferPointer, into out: UnsafeMutableBuf
 
 /// The files batchdl reads or keeps, which no destination may name, so that nothing fetched can
 /// replace them: the manifest, its list files and local Metalink documents, the files of its
-/// uploads and of its sessions' `tls:`, the state folder (and anything in it), and any partial
-/// file (`NAME.batchdl-part`), which belongs to another destination's download in progress.
+/// sessions' `tls:`, the state folder (and anything in it), and any partial file
+/// (`NAME.batchdl-part`), which belongs to another destination's download in progress. (A file an
+/// upload sends may be a download's: `after:` orders the two.)
 struct ReservedPaths {
   /// Absolute, standardized paths of files.
   private var files: Set<String> = []
@@ -1086,10 +1087,7 @@ struct ReservedPaths {
       }
       for entry in session.tasks {
         switch entry {
-        case .task(let spec):
-          file(spec.from)
-          file(spec.bodyFile)
-          for field in spec.form { file(field.file) }
+        case .task: break
         case .list(let spec): file(spec.file)
         case .metalink(let spec): if !spec.isURL { file(spec.document) }
         }
@@ -1132,7 +1130,7 @@ struct ReservedPaths {
     guard components.contains(where: { names.contains(String($0)) }) else { return nil }
     let absolute = Self.standardized(FileAccess.resolve(destination, against: root))
     if files.contains(absolute) {
-      return "is a file batchdl reads for this manifest (the manifest, a list, a document, an upload or a tls: file)"
+      return "is a file batchdl reads for this manifest (the manifest, a list, a document or a tls: file)"
     }
     for folder in folders where absolute == folder || absolute.hasPrefix(folder + "/") {
       return "is in batchdl's state folder \(folder)"

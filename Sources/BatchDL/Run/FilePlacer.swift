@@ -87,8 +87,11 @@ final class FilePlacer {
     }
     var existing = parent
     var info = stat()
-    while lstat(existing, &info) != 0, errno == ENOENT, existing.count > root.count {
-      existing = FileAccess.directory(of: existing)
+    // The root was just made, so the walk up ends at it at the latest.
+    while lstat(existing, &info) != 0, errno == ENOENT {
+      let up = FileAccess.directory(of: existing)
+      if up == existing || up.isEmpty { break }
+      existing = up
     }
     try checkInside(existing, root: realRoot, naming: path)
     do {

@@ -51,6 +51,10 @@ struct BodyGate: Sendable, Equatable {
 
   /// The range sent, or nil for a request without `Range`.
   var asked: Asked?
+  /// The `If-Range` sent with it (a strong `ETag` or a `Last-Modified` date), or nil when the
+  /// bytes are guarded by a digest instead. A `206` must carry that same validator: a server that
+  /// ignores `If-Range` would otherwise join another version's bytes to the kept ones.
+  var ifRange: String?
   /// Whether the request was conditional (`If-None-Match`/`If-Modified-Since`).
   var conditional = false
   /// Whether the request was `HEAD` (no body).
@@ -111,6 +115,19 @@ struct BodyGate: Sendable, Equatable {
         return .failure(mismatch("HTTP 206 (\(describe(header))) to a request for the whole file"))
       }
       return .success(.whole(length: total))
+    }
+    if let sent = ifRange {
+      let strong = sent.hasPrefix("\"")
+      let carried = strong ? head.strongETag : head["last-modified"]
+      guard carried == sent else {
+        let what = strong ? "ETag" : "Last-Modified"
+        return .failure(
+          TransferFailure(
+            code: .resumeRestart,
+            message:
+              "the server answered If-Range: \(sent) with a 206 whose \(what) is \(carried.map { "\($0)" } ?? "missing"): its bytes may be another version's, so the file starts over"
+          ))
+      }
     }
     guard range.start == asked.start else {
       return .failure(

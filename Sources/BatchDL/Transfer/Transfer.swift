@@ -48,6 +48,7 @@ final class Transfer {
     self.spec = spec
     gate = BodyGate(
       asked: spec.resume.map { BodyGate.Asked(start: $0.offset, end: spec.rangeEnd, total: $0.total) },
+      ifRange: spec.resume.flatMap { $0.validator.isEmpty ? nil : $0.validator },
       conditional: spec.conditional != nil, isHead: spec.method.uppercased() == "HEAD", decodes: spec.decodeContent)
     self.easy = easy
     try configure(timeout: timeout)
@@ -259,14 +260,23 @@ final class Transfer {
     return TransferSpec.Resume(offset: file.count, validator: validator, total: totalLength)
   }
 
-  /// The response's validator for `If-Range`: a strong ETag, else Last-Modified; nil when the body
-  /// is encoded or the tag weak.
-  var validator: String? {
-    let head = parser.head
+  /// The response's validator for `If-Range`: a strong ETag, else a strong Last-Modified; nil
+  /// when the body is encoded or the validators are weak.
+  var validator: String? { Self.rangeValidator(of: parser.head) }
+
+  /// A head's validator for `If-Range`: its strong `ETag`; else its `Last-Modified` when that is
+  /// strong, at least a second before its `Date` (RFC 9110 8.8.2.2: a file changed within the
+  /// second it was sent in keeps the same date, and 13.1.5 allows no weak validator in `If-Range`);
+  /// nil when the body is encoded, the tag weak, or the date weak or without a `Date` to tell.
+  static func rangeValidator(of head: ResponseHead) -> String? {
     guard head.isSuccess, head.encoding == nil else { return nil }
     if let tag = head.strongETag { return tag }
     if head["etag"] != nil { return nil }
-    return head["last-modified"]
+    guard let modified = head["last-modified"], let sent = head["date"],
+      let modifiedAt = HTTPDate.parse(modified), let sentAt = HTTPDate.parse(sent),
+      sentAt.timeIntervalSince(modifiedAt) >= 1
+    else { return nil }
+    return modified
   }
 
   /// The full length of the resource, as the admitted response gives it (or the checkpoint).
