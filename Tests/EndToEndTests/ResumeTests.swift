@@ -89,6 +89,61 @@ import Testing
     #expect(try fixture.tasks()["big.bin"]?["resumed_from"] as? Int == 0)
   }
 
+  @Test func aServerThatIgnoresIfRangeAfterAChangeGetsNoSplice() throws {
+    // The file changed, and the server answers the If-Range of the old version with a 206 of the
+    // new one, under the new ETag: those bytes must not join the old ones.
+    let fixture = try RunFixture()
+    let old = TestData.pseudoRandomBytes(count: 3 << 20, seed: 31)
+    let new = TestData.pseudoRandomBytes(count: 3 << 20, seed: 32)
+    fixture.server.route("/big.bin", trickling(old, etag: "v1"))
+    fixture.manifest(Self.manifest)
+    _ = try interrupt(fixture, signal: SIGKILL)
+    #expect(fixture.checkpointBytes() > 0)
+    var changed = FileResource(body: new, etag: .strong("v2"))
+    changed.ignoreIfRange = true
+    fixture.server.route("/big.bin", .file(changed))
+    fixture.server.clearLog()
+    let result = try fixture.run()
+    #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    let intact = fixture.holds("big.bin", new)
+    #expect(intact, "the new version whole, not the old one's head and the new one's tail")
+    let exchanges = fixture.server.exchanges(for: "/big.bin")
+    #expect(exchanges.first?.ifRange == "\"v1\"" && exchanges.first?.status == 206)
+    #expect(exchanges.last?.range == nil && exchanges.last?.status == 200)
+    #expect(try fixture.tasks()["big.bin"]?["resumed_from"] as? Int == 0)
+  }
+
+  @Test func aDateThatCannotTellTwoVersionsApartGuardsNoResume() throws {
+    // No ETag, and Last-Modified equal to Date: the file may change again within that second
+    // under the same date, so the date is weak and no bytes are kept under it.
+    let fixture = try RunFixture()
+    let old = TestData.pseudoRandomBytes(count: 3 << 20, seed: 33)
+    let new = TestData.pseudoRandomBytes(count: 3 << 20, seed: 34)
+    let now = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+    var first = FileResource(
+      body: old, lastModified: now, trickle: Trickle(chunkBytes: 32 << 10, interval: 0.05))
+    first.date = now
+    fixture.server.route("/big.bin", .file(first))
+    fixture.manifest(Self.manifest)
+    let process = try fixture.start()
+    let deadline = Date().addingTimeInterval(10)
+    while Date() < deadline && fixture.server.exchanges(for: "/big.bin").isEmpty { usleep(50_000) }
+    // Long enough for checkpoints (at least a second apart) to have been kept, had the date guarded them.
+    usleep(2_500_000)
+    kill(process.processIdentifier, SIGKILL)
+    process.waitUntilExit()
+    #expect(fixture.checkpointBytes() == 0, "nothing is kept under a weak date")
+    var second = FileResource(body: new, lastModified: now)
+    second.date = now
+    fixture.server.route("/big.bin", .file(second))
+    fixture.server.clearLog()
+    let result = try fixture.run()
+    #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    let intact = fixture.holds("big.bin", new)
+    #expect(intact)
+    #expect(fixture.server.requests(for: "/big.bin").allSatisfy { $0.header("range") == nil })
+  }
+
   @Test func aServerThatIgnoresRangeStillGivesACorrectFile() throws {
     let fixture = try RunFixture()
     let body = TestData.pseudoRandomBytes(count: 3 << 20, seed: 25)

@@ -24,6 +24,10 @@ import Testing
   static let resumed = BodyGate(asked: .init(start: 600_000, end: nil, total: 1_000_000))
   static let resumedUnknownTotal = BodyGate(asked: .init(start: 600_000, end: nil, total: nil))
   static let segment = BodyGate(asked: .init(start: 100, end: 199, total: 1000))
+  static let byTag = BodyGate(asked: .init(start: 600, end: nil, total: 1000), ifRange: "\"v1\"")
+  static let byDate = BodyGate(
+    asked: .init(start: 600, end: nil, total: 1000), ifRange: "Tue, 10 Nov 2026 08:00:00 GMT")
+  static let tail = [("content-range", "bytes 600-999/1000")]
 
   struct Row: CustomTestStringConvertible, Sendable {
     var name: String
@@ -125,7 +129,56 @@ import Testing
     Row(name: "304 unasked", gate: whole, status: 304, fields: [], expected: .success(.error)),
     Row(
       name: "304 asked", gate: BodyGate(conditional: true), status: 304, fields: [], expected: .success(.notModified)),
+    // The validator a 206 carries must be the one its If-Range named.
+    Row(
+      name: "206 with the ETag asked for", gate: byTag, status: 206, fields: tail + [("etag", "\"v1\"")],
+      expected: .success(.range(start: 600, end: 999, total: 1000))),
+    Row(
+      name: "206 with another ETag", gate: byTag, status: 206, fields: tail + [("etag", "\"v2\"")],
+      expected: .failure(.init("resume-restart"))),
+    Row(
+      name: "206 with a weak ETag", gate: byTag, status: 206, fields: tail + [("etag", "W/\"v1\"")],
+      expected: .failure(.init("resume-restart"))),
+    Row(
+      name: "206 without an ETag", gate: byTag, status: 206, fields: tail, expected: .failure(.init("resume-restart"))),
+    Row(
+      name: "206 with the date asked for", gate: byDate, status: 206,
+      fields: tail + [("last-modified", "Tue, 10 Nov 2026 08:00:00 GMT")],
+      expected: .success(.range(start: 600, end: 999, total: 1000))),
+    Row(
+      name: "206 with another date", gate: byDate, status: 206,
+      fields: tail + [("last-modified", "Tue, 10 Nov 2026 08:00:01 GMT")],
+      expected: .failure(.init("resume-restart"))),
+    Row(
+      name: "206 with only an ETag to a date", gate: byDate, status: 206, fields: tail + [("etag", "\"v1\"")],
+      expected: .failure(.init("resume-restart"))),
+    Row(
+      name: "200 to an If-Range: the whole new file", gate: byTag, status: 200,
+      fields: [("content-length", "1000"), ("etag", "\"v2\"")], expected: .success(.whole(length: 1000))),
+    Row(
+      name: "206 guarded by a digest carries any ETag", gate: BodyGate(asked: .init(start: 600, end: nil, total: 1000)),
+      status: 206, fields: tail + [("etag", "\"mirror\"")],
+      expected: .success(.range(start: 600, end: 999, total: 1000))),
   ]
+
+  /// Which validator a response gives for a later `If-Range`: strong ETags, and dates only when
+  /// strong (a second or more before the response's `Date`).
+  @Test(
+    arguments: [
+      ([("etag", "\"v1\""), ("last-modified", "Tue, 10 Nov 2026 08:00:00 GMT")], "\"v1\""),
+      ([("etag", "W/\"v1\""), ("last-modified", "Tue, 10 Nov 2026 08:00:00 GMT")], nil),
+      (
+        [("last-modified", "Tue, 10 Nov 2026 08:00:00 GMT"), ("date", "Tue, 10 Nov 2026 08:00:01 GMT")],
+        "Tue, 10 Nov 2026 08:00:00 GMT"
+      ),
+      ([("last-modified", "Tue, 10 Nov 2026 08:00:00 GMT"), ("date", "Tue, 10 Nov 2026 08:00:00 GMT")], nil),
+      ([("last-modified", "Tue, 10 Nov 2026 08:00:00 GMT")], nil),
+      ([("last-modified", "yesterday"), ("date", "Tue, 10 Nov 2026 08:00:01 GMT")], nil),
+      ([("etag", "\"v1\""), ("content-encoding", "gzip")], nil),
+    ] as [([(String, String)], String?)])
+  func aRangeValidatorIsStrong(fields: [(String, String)], expected: String?) {
+    #expect(Transfer.rangeValidator(of: head(200, fields)) == expected)
+  }
 
   @Test(arguments: rows) func admits(_ row: Row) {
     let result = row.gate.admit(head(row.status, row.fields))
