@@ -163,6 +163,18 @@ import Testing
     #expect(asked.first?.status == 200)
   }
 
+  @Test func aMirrorThatIgnoresIfRangeGetsNoBytesJoined() throws {
+    // The mirror has version 2 and answers the If-Range of version 1 with a 206 of its own bytes.
+    var second = FileResource.version(2, length: Self.length)
+    second.ignoreIfRange = true
+    let (fixture, mirror, outcome) = try runWithMirror("/i.bin", first: Self.brokenOff(1), second: second)
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("i.bin", FileResource.versionBytes(2, length: Self.length)), "version 2 alone")
+    let asked = mirror.exchanges(for: "/i.bin")
+    #expect(asked.first?.status == 206, "the mirror broke the rule")
+    #expect(asked.last?.range == nil && asked.last?.status == 200, "and was asked for the whole file")
+  }
+
   @Test func bytesKeptUnderADateAloneStartOverAtTheNextSource() throws {
     // Without a strong ETag nothing tells two versions apart: the mirror is asked for the whole file.
     let date = Date(timeIntervalSince1970: 1_700_000_000)
