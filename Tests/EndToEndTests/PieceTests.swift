@@ -168,3 +168,69 @@ extension PieceTests {
     #expect(asked.first?.range == "bytes=786432-1048575" && asked.first?.status == 200, "\(asked.map(\.range))")
   }
 }
+
+/// Every body with piece digests is checked against them, whatever its size and however it was
+/// kept (in memory or on disk), and a body that does not fit its pieces is refused.
+extension PieceTests {
+  /// A document for `f.bin` whose pieces of `pieceLength` describe `bytes`, with no whole-file
+  /// digest and, when `size` is false, no `<size>` either.
+  static func piecesOnly(_ bytes: [UInt8], pieceLength: Int, urls: [String], size: Bool = true) -> String {
+    var pieces = ""
+    for start in stride(from: 0, to: bytes.count, by: pieceLength) {
+      pieces += "<hash>\(SHA256Digest.hex(Array(bytes[start..<min(start + pieceLength, bytes.count)])))</hash>"
+    }
+    let sources = urls.enumerated().map { "<url priority=\"\($0.offset + 1)\">\($0.element)</url>" }.joined()
+    return """
+      <?xml version="1.0"?>
+      <metalink xmlns="urn:ietf:params:xml:ns:metalink">
+        <file name="f.bin">\(size ? "<size>\(bytes.count)</size>" : "")
+          <pieces length="\(pieceLength)" type="sha-256">\(pieces)</pieces>
+          \(sources)</file>
+      </metalink>
+      """
+  }
+
+  @Test func aSmallFileKeptInMemoryIsCheckedAgainstItsPieces() throws {
+    let fixture = try RunFixture()
+    let body = FileResource.versionBytes(3, length: 1000)
+    var bad = FileResource(body: body, etag: .strong("s"))
+    bad.corruptions = [Corruption(bytes: 300...309)]
+    fixture.server.route("/a.bin", .file(bad))
+    fixture.folder.write("doc.meta4", Self.piecesOnly(body, pieceLength: 256, urls: [fixture.server.url("/a.bin")]))
+    fixture.manifest(Self.manifest())
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    #expect(!fixture.folder.exists("m/f.bin"))
+    let error = try #require(try fixture.tasks()["m/f.bin"]?["error"] as? [String: Any])
+    #expect(error["code"] as? String == "checksum-mismatch")
+    #expect((error["message"] as? String ?? "").contains("piece 1 of 4"), "\(error)")
+
+    // With a good mirror, the bad source is set aside and the file comes from the mirror.
+    let again = try RunFixture()
+    again.server.route("/a.bin", .file(bad))
+    again.server.route("/b.bin", .file(FileResource(body: body, etag: .strong("s"))))
+    again.folder.write(
+      "doc.meta4",
+      Self.piecesOnly(body, pieceLength: 256, urls: [again.server.url("/a.bin"), again.server.url("/b.bin")]))
+    again.manifest(Self.manifest())
+    let recovered = try again.run()
+    #expect(recovered.status == 0, "\(recovered.stderr)")
+    #expect(again.holds("m/f.bin", body))
+  }
+
+  @Test func aBodyThatDoesNotFitItsPiecesIsRefused() throws {
+    // Four pieces of 1 MiB and no <size>; the server sends 4 MiB and 12,345 bytes more.
+    let fixture = try RunFixture()
+    let described = FileResource.versionBytes(4, length: 4 << 20)
+    let sent = described + FileResource.versionBytes(5, length: 12_345)
+    fixture.server.route("/a.bin", .file(FileResource(body: sent, etag: .strong("long"))))
+    fixture.folder.write(
+      "doc.meta4", Self.piecesOnly(described, pieceLength: 1 << 20, urls: [fixture.server.url("/a.bin")], size: false))
+    fixture.manifest(Self.manifest())
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    #expect(!fixture.folder.exists("m/f.bin"))
+    let error = try #require(try fixture.tasks()["m/f.bin"]?["error"] as? [String: Any])
+    #expect(error["code"] as? String == "size-mismatch", "\(error)")
+  }
+}

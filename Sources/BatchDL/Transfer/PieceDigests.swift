@@ -15,7 +15,18 @@ public struct PieceDigests: Sendable, Equatable {
 
   /// Whether the digests describe a file of `total` bytes: one per piece.
   public func fits(total: Int64) -> Bool {
-    total > 0 && Int64(hashes.count) == (total - 1) / length + 1
+    total == 0 ? hashes.isEmpty : total > 0 && Int64(hashes.count) == (total - 1) / length + 1
+  }
+
+  /// The pieces of `body` (a whole file kept in memory) that do not have their digest, in order;
+  /// nil when the digests do not fit it.
+  func mismatches(in body: [UInt8]) -> [Int]? {
+    let total = Int64(body.count)
+    guard fits(total: total) else { return nil }
+    return hashes.indices.filter { index in
+      let piece = extent(of: index, total: total)
+      return FileDigest.hex(of: Array(body[Int(piece.start)..<Int(piece.end)]), algorithm: algorithm) != hashes[index]
+    }
   }
 
   /// The bytes of piece `index` in a file of `total` bytes.

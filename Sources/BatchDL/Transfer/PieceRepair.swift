@@ -7,8 +7,7 @@ struct PieceWriter {
 
 /// What the piece check made of a complete download (docs/sources.md, "Pieces").
 enum PieceVerdict {
-  /// No piece digests, the whole file's SHA-256 already matched, or the file could not be read
-  /// back: the whole-file checks decide.
+  /// No piece digests, or the whole file's SHA-256 already matched: the whole-file checks decide.
   case unchecked
   /// Every piece has its digest.
   case verified
@@ -26,10 +25,33 @@ extension Engine {
   /// of the repair records.
   func checkPieces(_ job: Int, _ result: TransferResult, writers: [PieceWriter], validator: String) -> PieceVerdict {
     let built = built(job)
-    guard let digests = built.spec.pieces, let path = result.file, !cancelled.isSet,
-      built.spec.expectedSHA256.map({ $0.lowercased() != result.withDigest().sha256 }) ?? true,
-      let bad = digests.mismatches(in: path, total: result.size)
+    guard let digests = built.spec.pieces, !cancelled.isSet,
+      built.spec.expectedSHA256.map({ $0.lowercased() != result.withDigest().sha256 }) ?? true
     else { return .unchecked }
+    // A body that does not fit its pieces is not the file they describe, whatever its bytes.
+    guard digests.fits(total: result.size) else {
+      return .failed(
+        TransferFailure(
+          code: .sizeMismatch,
+          message:
+            "the body of \(result.size) bytes does not fit its \(digests.hashes.count) pieces of \(digests.length) bytes",
+          attempts: jobs[job].attempts))
+    }
+    if let body = result.body {
+      // A small file kept in memory: checked there; pieces that fail fail the source whole.
+      guard let bad = digests.mismatches(in: body), !bad.isEmpty else { return .verified }
+      return .failed(
+        TransferFailure(
+          code: .checksumMismatch,
+          message: "\(digests.describe(bad)) do not match their \(digests.algorithm.rawValue) digests",
+          attempts: jobs[job].attempts))
+    }
+    guard let path = result.file, let bad = digests.mismatches(in: path, total: result.size) else {
+      return .failed(
+        TransferFailure(
+          code: .read, message: "cannot read the downloaded file back to check its pieces",
+          attempts: jobs[job].attempts))
+    }
     guard !bad.isEmpty else { return .verified }
     let extents = bad.map { digests.extent(of: $0, total: result.size) }
     var failure = TransferFailure(
