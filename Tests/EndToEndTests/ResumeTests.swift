@@ -144,6 +144,45 @@ import Testing
     #expect(fixture.server.requests(for: "/big.bin").allSatisfy { $0.header("range") == nil })
   }
 
+  @Test func aChangedPinRunsTheTaskAgain() throws {
+    // After a download completed under `sha256: A`, the manifest pins B: the recorded result no
+    // longer counts as done, and the run checks the file against B.
+    let fixture = try RunFixture()
+    let body = TestData.pseudoRandomBytes(count: 100_000, seed: 35)
+    fixture.server.route("/p.bin", .file(FileResource(body: body, etag: .strong("p1"))))
+    func pin(_ sha256: String, size: Int? = nil) {
+      fixture.manifest(
+        """
+        version: 1
+        sessions:
+          main:
+            retry: {attempts: 1}
+            tasks:
+              - download: BASE/p.bin
+                sha256: \(sha256)
+        \(size.map { "        size: \($0)" } ?? "")
+        """)
+    }
+    pin(SHA256Digest.hex(body))
+    #expect(try fixture.run().status == 0)
+    let other = String(repeating: "ab", count: 32)
+    pin(other)
+    let plan = try BinaryRunner.run(["plan", "manifest.yaml"], in: fixture.folder.path)
+    #expect(plan.stdout.contains("the manifest now expects sha256 \(other)"), "\(plan.stdout)")
+    for extra in [[], ["--verify"], ["--refresh"]] {
+      let result = try fixture.run(extra)
+      #expect(result.status == 1, "\(extra): \(result.stderr)")
+      let error = try fixture.tasks()["p.bin"]?["error"] as? [String: Any]
+      #expect(error?["code"] as? String == "checksum-mismatch", "\(extra)")
+    }
+    #expect(fixture.holds("p.bin", body), "the file that was there stays")
+    pin(SHA256Digest.hex(body), size: 99_999)
+    #expect(try fixture.run().status == 1, "a changed size is a changed pin too")
+    pin(SHA256Digest.hex(body))
+    #expect(try fixture.run().status == 0)
+    #expect(try fixture.tasks()["p.bin"]?["outcome"] as? String == "completed")
+  }
+
   @Test func aServerThatIgnoresRangeStillGivesACorrectFile() throws {
     let fixture = try RunFixture()
     let body = TestData.pseudoRandomBytes(count: 3 << 20, seed: 25)

@@ -72,6 +72,11 @@ public struct PriorState: Sendable {
         reason = reason ?? "the request changed since it was fetched"
         continue
       }
+      // What the manifest expects now, not what it expected then: a changed pin runs the task again.
+      if let expected = plan.expectation(of: task), let unmet = unmet(expected, by: stored) {
+        reason = reason ?? unmet
+        continue
+      }
       if let destination = plan.absoluteDestination(of: task) {
         guard let info = files.status(destination) else {
           reason = reason ?? "the file is missing"
@@ -83,6 +88,13 @@ public struct PriorState: Sendable {
         }
         if verify, let sha256 = results.sha256(of: stored), FileAccess.sha256(of: destination) != sha256 {
           reason = reason ?? "the file's contents changed (--verify)"
+          continue
+        }
+        // --verify checks the file against the manifest's digest too, whatever its algorithm.
+        if verify, let digest = plan.expectation(of: task)?.digest, digest.algorithm != .sha256,
+          FileDigest.hex(of: destination, algorithm: digest.algorithm) != digest.hex
+        {
+          reason = reason ?? "the file does not match the manifest's \(digest.algorithm.rawValue) (--verify)"
           continue
         }
       }
@@ -101,6 +113,19 @@ public struct PriorState: Sendable {
       return (.send, "--refresh, and no validator was recorded")
     }
     return (.unchanged, "unchanged since the last run")
+  }
+
+  /// Why a recorded result does not meet what the manifest expects now (its size and SHA-256; a
+  /// digest of another algorithm is checked on the file with `--verify`), or nil.
+  private func unmet(_ expected: TaskExpectation, by stored: StoredResults.Entry) -> String? {
+    if let size = expected.size, stored.size != size {
+      return
+        "the manifest now expects \(size) bytes, and \(stored.size.map(String.init) ?? "another size") were recorded"
+    }
+    if let sha256 = expected.sha256, results.sha256(of: stored)?.lowercased() != sha256 {
+      return "the manifest now expects sha256 \(sha256), and another was recorded"
+    }
+    return nil
   }
 
   /// A usable checkpoint for `request`: its partial file is where this plan puts it and holds at
