@@ -146,6 +146,15 @@ final class JobBuilder: TransferJobSource {
     }
     spec.method = request.method
     spec.url = plan.url(of: request)
+    if !spec.originOnlyHeaders.isEmpty {
+      // A document fetched from the network names the file's sources: the headers stay with the
+      // document's origin. Else with the URL the manifest (or its list or local document) gives.
+      if case .metalink(let metalink) = plan.entry(of: tasks.firstTask), metalink.isURL {
+        spec.headerOrigin = TransferSpec.origin(of: metalink.document) ?? ""
+      } else {
+        spec.headerOrigin = TransferSpec.origin(of: spec.url)
+      }
+    }
     spec.target = target
     spec.hostKey = plan.hosts[Int(request.host)]
     spec.decodeContent = tasks.allSatisfy { $0.kind == .data }

@@ -5,6 +5,25 @@ extension TransferSpec {
   /// Whether batchdl, not libcurl, follows this request's redirects.
   var followsRedirectsItself: Bool { !originOnlyHeaders.isEmpty }
 
+  /// `scheme://authority` of a URL, normalized; nil when it does not parse.
+  static func origin(of url: String) -> String? {
+    guard case .success(let normalized) = URLNormalizer().normalize(url) else { return nil }
+    return normalized.scheme + "://" + normalized.authority
+  }
+
+  /// The header lines this request sends to its URL: all of them at the origin they were given
+  /// for, and none of `originOnlyHeaders` anywhere else. The one rule for every path: a first
+  /// request, a resume, a retry, a segment, a mirror, a repair, a source a document names.
+  var headersForURL: [String] {
+    guard !originOnlyHeaders.isEmpty, let origin = headerOrigin, Self.origin(of: url) != origin else {
+      return headers
+    }
+    return headers.filter { line in
+      let name = line.split(separator: ":", maxSplits: 1).first.map { $0.lowercased() } ?? ""
+      return !originOnlyHeaders.contains(name.trimmingSpaces)
+    }
+  }
+
   /// The request for the next hop of a redirect with `status` to `location` (absolute, as libcurl
   /// resolved it): headers that must stay with their origin are dropped when the hop leaves it
   /// (scheme, host or port), a `303` (and a `301` or `302` to a `POST`) becomes a `GET` without a

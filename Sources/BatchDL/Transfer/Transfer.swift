@@ -93,7 +93,7 @@ final class Transfer {
     try easy.set(CURLOPT_XFERINFODATA, pointer: context)
     try easy.setProgressCallback(Transfer.progressCallback)
 
-    var headers = spec.headers
+    var headers = spec.headersForURL
     try moveCookies(from: &headers)
     if let resume = spec.resume {
       headers.append("Range: bytes=\(resume.offset)-\(spec.rangeEnd.map(String.init) ?? "")")

@@ -121,6 +121,11 @@ public struct TransferSpec: Sendable {
   /// values from `${VAR}`): when there are any, batchdl follows redirects itself and drops them
   /// when a redirect leaves the origin.
   public var originOnlyHeaders: Set<String> = []
+  /// The origin (`scheme://host[:port]`, normalized) those headers were given for: the URL the
+  /// manifest names for the request, or the document's for a file a document fetched from the
+  /// network names. A request to any other URL (a mirror, a source a document lists, a redirect)
+  /// goes without them. Nil: the first URL's own.
+  public var headerOrigin: String?
   /// Other URLs serving the same bytes, tried in order when the source in use fails (`mirrors:`).
   public var mirrors: [TransferSource] = []
   /// What the body must be (`size:`, `sha256:` of a download with mirrors): a source whose bytes

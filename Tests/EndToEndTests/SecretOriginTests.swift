@@ -1,0 +1,73 @@
+import Foundation
+import TestServer
+import TestSupport
+import Testing
+
+/// Secret headers reach only the origin they were given for: never a host that a document from
+/// the network names, nor a mirror on another origin. The other host records every header.
+@Suite(.serialized) struct SecretOriginTests {
+  static let token = "origin-bound-token-7d3f"
+
+  @Test func aDocumentFromTheNetworkGetsNoSecretSentToTheHostsItNames() throws {
+    let fixture = try RunFixture()
+    let other = try TestHTTPServer()
+    defer { other.stop() }
+    let body = FileResource.versionBytes(1, length: 20_000)
+    let own = FileResource.versionBytes(3, length: 20_000)
+    other.route("/f.bin", .file(FileResource(body: body, etag: .strong("f"))))
+    fixture.server.route("/g.bin", .file(FileResource(body: own, etag: .strong("g"))))
+    fixture.server.route(
+      "/doc.meta4",
+      .file(
+        FileResource(
+          text: MetalinkRunTests.document([
+            ("f.bin", [other.url("/f.bin")], SHA256Digest.hex(body)),
+            ("g.bin", [fixture.server.url("/g.bin")], SHA256Digest.hex(own)),
+          ]), contentType: "application/metalink4+xml", etag: .strong("d"))))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          headers: {Authorization: "Bearer ${TOKEN}", X-Trace: plain}
+          tasks:
+            - metalink: BASE/doc.meta4
+              to: m/
+      """)
+    let outcome = try fixture.run(environment: ["TOKEN": Self.token])
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("m/f.bin", body) && fixture.holds("m/g.bin", own))
+    let elsewhere = try #require(other.requests(for: "/f.bin").first)
+    #expect(elsewhere.header("authorization") == nil, "the document's host named another host")
+    #expect(elsewhere.header("x-trace") == "plain", "headers that are not secret still go")
+    #expect(fixture.server.requests(for: "/g.bin").first?.header("authorization") == "Bearer \(Self.token)")
+    #expect(fixture.server.requests(for: "/doc.meta4").first?.header("authorization") == "Bearer \(Self.token)")
+  }
+
+  @Test func aMirrorOnAnotherOriginGetsNoSecret() throws {
+    let fixture = try RunFixture()
+    let mirror = try TestHTTPServer()
+    defer { mirror.stop() }
+    let body = FileResource.versionBytes(2, length: 20_000)
+    fixture.server.route("/m.bin", .status(503))
+    mirror.route("/m.bin", .file(FileResource(body: body, etag: .strong("m"))))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          headers: {X-Api-Key: "${TOKEN}"}
+          tasks:
+            - download: BASE/m.bin
+              to: m.bin
+              mirrors: [\(mirror.url("/m.bin"))]
+      """)
+    let outcome = try fixture.run(environment: ["TOKEN": Self.token])
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("m.bin", body))
+    #expect(fixture.server.requests(for: "/m.bin").first?.header("x-api-key") == Self.token)
+    let asked = try #require(mirror.requests(for: "/m.bin").first)
+    #expect(asked.header("x-api-key") == nil)
+  }
+}
