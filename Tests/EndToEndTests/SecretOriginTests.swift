@@ -70,4 +70,35 @@ import Testing
     let asked = try #require(mirror.requests(for: "/m.bin").first)
     #expect(asked.header("x-api-key") == nil)
   }
+
+  @Test func aDocumentThatRedirectsToAnotherOriginGetsNoSecretThere() throws {
+    let fixture = try RunFixture()
+    let other = try TestHTTPServer()
+    defer { other.stop() }
+    let body = FileResource.versionBytes(4, length: 10_000)
+    fixture.server.route("/f.bin", .file(FileResource(body: body, etag: .strong("f"))))
+    fixture.server.route("/doc.meta4", .redirect(status: 302, location: other.url("/doc.meta4")))
+    other.route(
+      "/doc.meta4",
+      .file(
+        FileResource(
+          text: MetalinkRunTests.document([("f.bin", [fixture.server.url("/f.bin")], SHA256Digest.hex(body))]),
+          contentType: "application/metalink4+xml", etag: .strong("d"))))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          headers: {X-Api-Key: "${TOKEN}"}
+          tasks:
+            - metalink: BASE/doc.meta4
+              to: m/
+      """)
+    let outcome = try fixture.run(environment: ["TOKEN": Self.token])
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("m/f.bin", body))
+    #expect(fixture.server.requests(for: "/doc.meta4").first?.header("x-api-key") == Self.token)
+    let redirected = try #require(other.requests(for: "/doc.meta4").first)
+    #expect(redirected.header("x-api-key") == nil, "the redirect left the origin")
+  }
 }

@@ -57,9 +57,10 @@ public enum Descriptors {
           set.documents[spec.document] =
             stored.map { FetchedDocument(outcome: .storedCopy, body: $0.body) } ?? FetchedDocument(outcome: .missing)
         case .fetch:
-          let headers = session.headers.merged(with: spec.headers).map { "\($0.name): \($0.value)" }
+          let merged = session.headers.merged(with: spec.headers)
           let answer = DescriptorFetch(
-            url: spec.document, headers: headers, timeouts: session.timeouts, retry: session.retry,
+            url: spec.document, headers: merged.map { "\($0.name): \($0.value)" },
+            originOnly: redactor.originOnly(merged), timeouts: session.timeouts, retry: session.retry,
             insecure: session.insecure, tls: session.tls, httpVersion: session.network.httpVersion
           ).run(conditional: stored?.meta)
           set.documents[spec.document] = settle(
@@ -163,6 +164,9 @@ struct DescriptorFetch {
 
   var url: String
   var headers: [String]
+  /// Headers that stay with the document's origin: with any, batchdl follows redirects itself and
+  /// drops them at a hop to another origin, as for every other request.
+  var originOnly: Set<String> = []
   var timeouts: Timeouts
   var retry: RetryPolicy
   var insecure: Bool
@@ -182,13 +186,35 @@ struct DescriptorFetch {
     return last
   }
 
+  /// One try: the request and, when batchdl follows redirects itself, its hops (at most 10).
   private func once(conditional: DescriptorMeta?) -> (Answer, retryable: Bool) {
+    var hop = TransferSpec(
+      method: "GET", url: url, headers: headers, body: .none, target: .memory(limit: 0, spill: nil),
+      requestTimeout: timeouts.request, resourceTimeout: nil, retry: retry, rateLimit: nil, hostKey: "", hostLimit: 1,
+      sessionKey: 0, sessionLimit: 1)
+    hop.originOnlyHeaders = originOnly
+    hop.headerOrigin = TransferSpec.origin(of: url)
+    for _ in 0...10 {
+      let (answer, retryable, location) = request(hop, conditional: conditional)
+      guard let (status, next) = location else { return (answer, retryable) }
+      switch hop.following(next, status: status) {
+      case .success(let spec): hop = spec
+      case .failure(let failure): return (.failed(failure.message), false)
+      }
+    }
+    return (.failed("more than 10 redirects"), false)
+  }
+
+  private func request(
+    _ spec: TransferSpec, conditional: DescriptorMeta?
+  ) -> (Answer, retryable: Bool, redirect: (status: Int, location: String)?) {
     let sink = DescriptorSink()
+    let url = spec.url
     do {
       let easy = try EasyHandle()
       try easy.set(CURLOPT_URL, url)
       try easy.allowHTTPOnly()
-      try easy.set(CURLOPT_FOLLOWLOCATION, 1)
+      try easy.set(CURLOPT_FOLLOWLOCATION, spec.followsRedirectsItself ? 0 : 1)
       try easy.set(CURLOPT_MAXREDIRS, 10)
       try easy.set(CURLOPT_NOSIGNAL, 1)
       try easy.setSecurity(url: url, httpVersion: httpVersion, tls: tls, insecure: insecure)
@@ -200,7 +226,7 @@ struct DescriptorFetch {
       let total = timeouts.resource.map { Int(clamping: $0.milliseconds) } ?? 600_000
       try easy.set(CURLOPT_TIMEOUT_MS, max(1, min(total, 600_000)))
       try easy.set(CURLOPT_ACCEPT_ENCODING, "")
-      var lines = headers
+      var lines = spec.headersForURL
       if let etag = conditional?.etag {
         lines.append("If-None-Match: \(etag)")
       } else if let date = conditional?.lastModified {
@@ -214,23 +240,31 @@ struct DescriptorFetch {
       try easy.setCallback(CURLOPT_HEADERFUNCTION, DescriptorSink.headerCallback)
       let code = withExtendedLifetime(sink) { curl_easy_perform(easy.raw) }
       if sink.tooLarge {
-        return (.failed("it is larger than \(ByteSize.format(Int64(Descriptors.maxBytes)))"), false)
+        return (.failed("it is larger than \(ByteSize.format(Int64(Descriptors.maxBytes)))"), false, nil)
       }
       guard code == CURLE_OK else {
         let transient = code != CURLE_UNSUPPORTED_PROTOCOL && code != CURLE_URL_MALFORMAT
-        return (.failed(easy.message(for: code)), transient)
+        return (.failed(easy.message(for: code)), transient, nil)
       }
       let status = easy.info(CURLINFO_RESPONSE_CODE)
       switch status {
       case 200:
-        return (.body(sink.body, etag: sink.etag, lastModified: sink.lastModified), false)
+        return (.body(sink.body, etag: sink.etag, lastModified: sink.lastModified), false, nil)
       case 304 where conditional != nil:
-        return (.notModified, false)
+        return (.notModified, false, nil)
+      case 301, 302, 303, 307, 308:
+        guard spec.followsRedirectsItself else {
+          return (.failed("the server answered HTTP \(status)"), false, nil)
+        }
+        guard let location = easy.info(string: CURLINFO_REDIRECT_URL) else {
+          return (.failed("the server answered HTTP \(status) without a Location"), false, nil)
+        }
+        return (.failed("HTTP \(status)"), false, (status, location))
       default:
-        return (.failed("the server answered HTTP \(status)"), status == 429 || status >= 500)
+        return (.failed("the server answered HTTP \(status)"), status == 429 || status >= 500, nil)
       }
     } catch {
-      return (.failed(error.message), false)
+      return (.failed(error.message), false, nil)
     }
   }
 }

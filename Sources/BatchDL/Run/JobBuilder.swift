@@ -211,11 +211,7 @@ final class JobBuilder: TransferJobSource {
   /// Sets the headers a transfer sends, and which of them never go to another origin.
   private func setHeaders(_ headers: [Header], of spec: inout TransferSpec) {
     spec.headers = headers.map { "\($0.name): \($0.value)" }
-    spec.originOnlyHeaders = Set(
-      headers.lazy.filter {
-        Redactor.sensitiveHeaders.contains($0.name.lowercased()) || self.redactor.text($0.value) != $0.value
-      }
-      .map { $0.name.lowercased() })
+    spec.originOnlyHeaders = redactor.originOnly(headers)
   }
 
   /// Each session's cookie jar: empty for an ephemeral session (cookies in memory only).

@@ -170,3 +170,13 @@ extension String {
     return result
   }
 }
+
+extension Redactor {
+  /// The names (lower-case) of the headers that must never reach another origin than the one they
+  /// were given for: credentials, tokens, cookies, and any whose value holds a secret.
+  func originOnly(_ headers: [Header]) -> Set<String> {
+    Set(
+      headers.lazy.filter { Self.sensitiveHeaders.contains($0.name.lowercased()) || self.text($0.value) != $0.value }
+        .map { $0.name.lowercased() })
+  }
+}
