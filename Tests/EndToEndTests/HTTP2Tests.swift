@@ -117,6 +117,66 @@ import Testing
     #expect((error["message"] as? String)?.contains("use auto or 1.1") == true, "\(error)")
   }
 
+  @Test func requestsWaitingForAStreamAreNotIdle() throws {
+    // The server allows 2 streams on its one connection (the session's cap) and sends each file in
+    // about a second: the requests libcurl holds back meanwhile have sent nothing, and their idle
+    // limit (half a second) starts when they start.
+    let nginx = try NginxServer(serverDirectives: "http2_max_concurrent_streams 2;\nlimit_rate 400k;")
+    let fixture = try RunFixture()
+    var lines = ""
+    for index in 0..<4 {
+      nginx.put("s/f\(index)", FileResource.versionBytes(index + 1, length: 400_000))
+      lines += nginx.url("/s/f\(index)") + "\n"
+    }
+    fixture.folder.write("urls.txt", lines)
+    fixture.manifest(
+      Self.manifest(
+        trusting: nginx,
+        [
+          "dest: out/", "timeouts: {request: 500ms}", "retry: {attempts: 1}",
+          "network: {max_connections_per_host: 1, max_concurrent: 8}",
+        ], tasks: "- list: urls.txt\n  to: files/"))
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stdout)\(outcome.stderr)")
+    for index in 0..<4 {
+      #expect(fixture.holds("out/files/f\(index)", FileResource.versionBytes(index + 1, length: 400_000)))
+    }
+    #expect(Set(nginx.requests().map(\.connection)).count == 1, "one connection, the session's cap")
+  }
+
+  @Test func anotherSessionsHTTP2DoesNotLiftASessionsCap() throws {
+    // `modern` learns the host speaks HTTP/2; `legacy` asks for HTTP/1.1 with 1 connection: it
+    // keeps one request at a time.
+    let nginx = try NginxServer()
+    let fixture = try RunFixture()
+    nginx.put("a.bin", FileResource.versionBytes(9, length: 1000))
+    var tasks = ""
+    for index in 0..<6 {
+      nginx.put("l/f\(index)", FileResource.versionBytes(index + 20, length: 50_000))
+      tasks += "      - download: \(nginx.url("/l/f\(index)"))\n        to: legacy/f\(index)\n        after: [a.bin]\n"
+    }
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        modern:
+          \(Self.trust(nginx))
+          tasks:
+            - download: \(nginx.url("/a.bin"))
+              to: a.bin
+        legacy:
+          \(Self.trust(nginx))
+          network: {http_version: 1.1, max_connections_per_host: 1, max_concurrent: 8}
+          tasks:
+      \(tasks)
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stdout)\(outcome.stderr)")
+    let legacy = nginx.requests().filter { $0.uri.hasPrefix("/l/") }
+    #expect(legacy.count == 6 && legacy.allSatisfy { $0.proto == "HTTP/1.1" })
+    #expect(Set(legacy.map(\.connection)).count == 1, "one connection at a time, reused")
+  }
+
   @Test func aServerThatEndsConnectionsWithGoawayCostsNoTask() throws {
     // nginx sends GOAWAY after 7 requests on a connection: streams opened past it are refused.
     let nginx = try NginxServer(serverDirectives: "keepalive_requests 7;")

@@ -195,10 +195,17 @@ public final class Engine {
   private var queuedHead: [Int?] = []
   private var blockedKeys: Set<Int> = []
   var hostActive: [String: Int] = [:]
-  /// Hosts that answered over HTTP/2: their requests share connections as streams, so that
-  /// `max_connections_per_host` caps connections (libcurl's `CURLMOPT_MAX_HOST_CONNECTIONS`) and no
-  /// longer the requests in flight, which `max_concurrent` caps.
+  /// Hosts that answered any session over HTTP/2: a handle whose receive buffer libcurl kept may
+  /// take a transfer to them (`EasyHandle.accepts`).
   var multiplexedHosts: Set<String> = []
+  /// The queues (session and host) whose host answered that session over HTTP/2: their requests
+  /// share connections as streams, so that `max_connections_per_host` caps connections (libcurl's
+  /// `CURLMOPT_MAX_HOST_CONNECTIONS`) and no longer the requests in flight, which `max_concurrent`
+  /// caps. Only where libcurl's cap is the session's: libcurl has one cap for all sessions, the
+  /// largest, and a session with a smaller one keeps it as a cap on requests.
+  private var multiplexedQueues: Set<QueueName> = []
+  /// libcurl's cap on connections to one host: the largest `max_connections_per_host` of the run.
+  private var connectionCap = 6
   var sessionActive: [Int: Int] = [:]
   private var timers = MinHeap<Timer>()
   var active: [UnsafeMutableRawPointer: Transfer] = [:]
@@ -263,7 +270,8 @@ public final class Engine {
       for dependency in dependencies { jobs[dependency].dependents.append(index) }
       previous = (name, key)
     }
-    try multi.set(CURLMOPT_MAX_HOST_CONNECTIONS, maxHost > 0 ? maxHost : 6)
+    connectionCap = maxHost > 0 ? maxHost : 6
+    try multi.set(CURLMOPT_MAX_HOST_CONNECTIONS, connectionCap)
     try multi.set(CURLMOPT_MAXCONNECTS, max(32, min(self.globalLimit, Limits.count) * 2))
   }
 
@@ -284,7 +292,8 @@ public final class Engine {
     keyQueues.append(MinHeap())
     keyHost.append(name.host)
     keySession.append(name.session)
-    keyHostLimit.append(multiplexedHosts.contains(name.host) ? Int.max : queue.hostLimit)
+    keyHostLimit.append(
+      multiplexedQueues.contains(name) && queue.hostLimit == connectionCap ? Int.max : queue.hostLimit)
     keySessionLimit.append(queue.sessionLimit)
     queuedHead.append(nil)
     return key
@@ -520,6 +529,13 @@ public final class Engine {
   private func expireIdle(now: UInt64) {
     var idle: [(UnsafeMutableRawPointer, Interval)] = []
     for (handle, transfer) in active {
+      // A transfer libcurl holds back for a connection or a stream (the host's connections or
+      // the server's streams are all in use) has sent nothing yet: its idle time starts when it
+      // starts. (Connecting and the TLS handshake have libcurl's own limit, CONNECTTIMEOUT.)
+      if transfer.moved == 0, transfer.easy.info(offset: CURLINFO_PRETRANSFER_TIME_T) == 0 {
+        transfer.lastMoveTime = now
+        continue
+      }
       if transfer.moved != transfer.lastMoved || transfer.paused {
         transfer.lastMoved = transfer.moved
         transfer.lastMoveTime = now
@@ -782,14 +798,21 @@ public final class Engine {
     spareHandles[session, default: []].append(easy)
   }
 
-  /// Once per transfer, when its final response head is complete: a host that answered over
-  /// HTTP/2 carries requests as streams of shared connections, and its queues are no longer held
-  /// to `max_connections_per_host` requests at once.
+  /// Once per transfer, when its final response head is complete: a host that answered a session
+  /// over HTTP/2 carries that session's requests as streams of shared connections, and its queue
+  /// is no longer held to `max_connections_per_host` requests at once (`multiplexedQueues`).
   private func noteProtocol(_ transfer: Transfer) {
     guard !transfer.versionSeen, transfer.parser.complete else { return }
     transfer.versionSeen = true
-    guard transfer.head.version == "HTTP/2", multiplexedHosts.insert(transfer.spec.hostKey).inserted else { return }
-    for key in keyHost.indices where keyHost[key] == transfer.spec.hostKey { keyHostLimit[key] = Int.max }
+    guard transfer.head.version == "HTTP/2" else { return }
+    let host = transfer.spec.hostKey
+    let session = transfer.spec.sessionKey
+    multiplexedHosts.insert(host)
+    guard multiplexedQueues.insert(QueueName(session: session, host: host)).inserted else { return }
+    for key in keyHost.indices
+    where keyHost[key] == host && keySession[key] == session && keyHostLimit[key] == connectionCap {
+      keyHostLimit[key] = Int.max
+    }
     unblock()
   }
 
