@@ -113,6 +113,55 @@ import Testing
     #expect(plan.requests.count == 3, "one request each for no settings, the client certificate, insecure")
   }
 
+  @Test func aFIFOOrADeviceIsRefusedWhereAFileIsRead() throws {
+    // libcurl opens these at each handshake on the thread that runs every transfer: a FIFO would
+    // block the whole run.
+    let folder = TemporaryDirectory()
+    #expect(mkfifo(folder.path + "/ca.fifo", 0o600) == 0)
+    try FileManager.default.createDirectory(atPath: folder.path + "/cas", withIntermediateDirectories: true)
+    folder.write("cas/0000.0", "ca")
+    #expect(mkfifo(folder.path + "/cas/1111.0", 0o600) == 0)
+    let path = folder.write(
+      "manifest.yaml",
+      """
+      version: 1
+      sessions:
+        a:
+          tls: {ca_file: ca.fifo}
+          tasks:
+            - download: https://example.org/a.bin
+        b:
+          tls: {ca_path: cas, client_cert: /dev/zero}
+          tasks:
+            - download: https://example.org/b.bin
+      """)
+    do {
+      _ = try ManifestCheck.plan(path: path)
+      Issue.record("the manifest was accepted")
+    } catch {
+      let found = error.diagnostics.map { "\($0.mark.line):\($0.mark.column): \($0.message)" }
+      #expect(found.contains("4:20: tls.ca_file 'ca.fifo' is a FIFO (named pipe), not a regular file"), "\(found)")
+      #expect(
+        found.contains(
+          "8:20: tls.ca_path 'cas' holds '1111.0', a FIFO (named pipe): a CA folder holds regular files only"),
+        "\(found)")
+      #expect(found.contains("8:38: tls.client_cert '/dev/zero' is a character device, not a regular file"), "\(found)")
+    }
+  }
+
+  @Test func pinsAreGivenToLibcurlAsTheyWereChecked() throws {
+    let (_, result) = ManifestFixture.plan(
+      """
+      version: 1
+      sessions:
+        a:
+          tls: {pinned_pubkey: " \(Self.pin) ; \(Self.pin) "}
+          tasks:
+            - download: https://example.org/a.bin
+      """)
+    #expect(try result.get().manifest.session("a")?.tls.pinnedPublicKey == "\(Self.pin);\(Self.pin)")
+  }
+
   @Test func aWrittenPasswordIsASecretToo() throws {
     let (_, result) = ManifestFixture.plan(
       """

@@ -434,6 +434,17 @@ struct ManifestDecoder {
           : "\(what) '\(written)' is a folder, not a file")
       return nil
     }
+    // libcurl opens these at each handshake, on the thread that runs every transfer: a FIFO would
+    // block the whole run, a device feed it endless bytes.
+    if !folder, let kind = FileAccess.irregularKind(info.st_mode) {
+      diagnostics.error(node.mark, "\(what) '\(written)' is \(kind), not a regular file")
+      return nil
+    }
+    if folder, let entry = Self.irregularEntry(in: path) {
+      diagnostics.error(
+        node.mark, "\(what) '\(written)' holds '\(entry.name)', \(entry.kind): a CA folder holds regular files only")
+      return nil
+    }
     guard access(path, folder ? R_OK | X_OK : R_OK) == 0 else {
       diagnostics.error(node.mark, "\(what) '\(written)' cannot be read: \(String(cString: strerror(errno)))")
       return nil
@@ -441,12 +452,28 @@ struct ManifestDecoder {
     return path
   }
 
+  /// The first entry of a folder that is neither a regular file nor a folder (links followed),
+  /// among its first 100,000.
+  static func irregularEntry(in folder: String) -> (name: String, kind: String)? {
+    guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return nil }
+    for name in names.sorted().prefix(100_000) {
+      var info = stat()
+      guard stat(folder + "/" + name, &info) == 0 else { continue }
+      if info.st_mode & S_IFMT == S_IFDIR { continue }
+      if let kind = FileAccess.irregularKind(info.st_mode) { return (name, kind) }
+    }
+    return nil
+  }
+
   /// `tls.pinned_pubkey`: `sha256//BASE64` hashes separated by `;`, or a public key file.
   mutating func pin(_ node: YAMLNode) -> String? {
-    guard let text = string(node, what: "tls.pinned_pubkey", expand: .plain) else { return nil }
+    guard let written = string(node, what: "tls.pinned_pubkey", expand: .plain) else { return nil }
+    let text = written.trimmingCharacters(in: .whitespaces)
     guard text.hasPrefix("sha256//") else { return tlsPath(node, what: "tls.pinned_pubkey") }
+    var hashes: [String] = []
     for hash in text.split(separator: ";", omittingEmptySubsequences: false) {
       let value = hash.trimmingCharacters(in: .whitespaces)
+      hashes.append(value)
       guard value.hasPrefix("sha256//"), let digest = Data(base64Encoded: String(value.dropFirst(8))),
         digest.count == 32
       else {
@@ -457,7 +484,8 @@ struct ManifestDecoder {
         return nil
       }
     }
-    return text
+    // libcurl compares the text as given: what was checked is what it gets, without spaces.
+    return hashes.joined(separator: ";")
   }
 
   /// A client key belongs with its certificate, and a password with a key.
