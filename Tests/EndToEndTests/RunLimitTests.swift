@@ -156,6 +156,32 @@ import Testing
     #expect(fixture.server.requests.isEmpty)
   }
 
+  @Test func aDestinationThatALinkLeadsToATLSFileIsRefused() throws {
+    // dest is a link to the folder that holds the session's CA file: `to: ca.pem` is that file.
+    let fixture = try RunFixture()
+    fixture.server.route("/ca.pem", .text("an attacker's CA\n"))
+    fixture.folder.write("real/ca.pem", "the user's CA\n")
+    try FileManager.default.createSymbolicLink(
+      atPath: fixture.folder.path + "/link", withDestinationPath: fixture.folder.path + "/real")
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        main:
+          dest: link/
+          tls: {ca_file: real/ca.pem}
+          tasks:
+            - download: BASE/ca.pem
+              to: ca.pem
+      """)
+    let result = try fixture.run()
+    #expect(result.status == 1)
+    #expect(fixture.folder.read("real/ca.pem") == "the user's CA\n")
+    let error = try fixture.tasks()["link/ca.pem"]?["error"] as? [String: Any]
+    #expect(error?["code"] as? String == "unsafe-path", "\(String(describing: error))")
+    #expect(fixture.server.requests.isEmpty, "refused before anything is sent")
+  }
+
   @Test func noFolderIsMadeThroughASymlinkThatLeadsOut() throws {
     // The folders of a refused destination were made outside dest before the check refused it.
     let fixture = try RunFixture()

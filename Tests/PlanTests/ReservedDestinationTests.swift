@@ -5,7 +5,7 @@ import Testing
 @testable import BatchDL
 
 /// No destination names a file batchdl reads or keeps: the manifest, its lists and documents, the
-/// files it uploads or trusts, its state folder, or a partial file of another download.
+/// files it trusts, its state folder, or a partial file of another download.
 @Suite struct ReservedDestinationTests {
   @Test func aDestinationNamingBatchdlsOwnFilesIsAnError() {
     let found = ManifestFixture.problems(
@@ -46,7 +46,8 @@ import Testing
     }
     #expect(
       found.contains {
-        $0.hasPrefix("9:13: error: the destination '.batchdl/state.sqlite' is in batchdl's state folder")
+        $0.hasPrefix("9:13: error: the destination '.batchdl/state.sqlite' is in ")
+          && $0.hasSuffix(", batchdl's state folder")
       })
   }
 
@@ -79,6 +80,47 @@ import Testing
       found.contains { $0.hasPrefix("urls.txt:4:21: error: the destination 'urls.txt' is a file batchdl reads") },
       "\(found)")
     #expect(found.count == 3, "\(found)")
+  }
+
+  @Test func aCAFolderAndWhereTLSFilesLeadAreReserved() throws {
+    // A file planted in the CA folder would be trusted at the next handshake; a link's target is
+    // the file libcurl reads.
+    let folder = TemporaryDirectory()
+    folder.write("cas/0000.0", "ca")
+    folder.write("store/bundle.pem", "ca")
+    try FileManager.default.createSymbolicLink(atPath: folder.path + "/ca.pem", withDestinationPath: "store/bundle.pem")
+    let path = folder.write(
+      "manifest.yaml",
+      """
+      version: 1
+      sessions:
+        trusting:
+          tls: {ca_path: cas, ca_file: ca.pem}
+          tasks:
+            - download: https://a.example/x
+              to: other.bin
+        planting:
+          tasks:
+            - download: https://a.example/y
+              to: cas/90a3ab2b.0
+            - download: https://a.example/z
+              to: store/bundle.pem
+      """)
+    do {
+      _ = try ManifestCheck.plan(path: path)
+      Issue.record("the manifest was accepted")
+    } catch {
+      let found = error.diagnostics.map { "\($0.mark.line):\($0.mark.column): \($0.message)" }
+      #expect(
+        found.contains {
+          $0.hasPrefix(
+            "11:13: the destination 'cas/90a3ab2b.0' is in \(folder.path)/cas, the folder of CA certificates that tls.ca_path trusts"
+          )
+        }, "\(found)")
+      #expect(
+        found.contains { $0.hasPrefix("13:13: the destination 'store/bundle.pem' is a file batchdl reads") }, "\(found)"
+      )
+    }
   }
 
   @Test func aStateFolderGivenWithStateIsReservedToo() throws {

@@ -56,7 +56,7 @@ func request(_ plan: Plan, id: String) throws -> PlannedRequest {
       "version: 1\nsessions:\n  s:\n    dest: out\n    tasks:\n      - download: http://h.test/x\n        to: deep/x.bin\n"
     )
     let task = plan.tasks[0]
-    let placer = FilePlacer(plan: plan)
+    let placer = FilePlacer(plan: plan, stateFolder: nil)
     let path = try #require(plan.absoluteDestination(of: task))
     let made = try placer.prepare(path, for: task)
     #expect(made == folder.path + "/out/deep")
@@ -77,9 +77,9 @@ func request(_ plan: Plan, id: String) throws -> PlannedRequest {
     try FileManager.default.createSymbolicLink(atPath: folder.path + "/out/link", withDestinationPath: outside.path)
     let task = plan.tasks[0]
     let path = try #require(plan.absoluteDestination(of: task))
-    #expect(throws: TransferFailure.self) { try FilePlacer(plan: plan).prepare(path, for: task) }
+    #expect(throws: TransferFailure.self) { try FilePlacer(plan: plan, stateFolder: nil).prepare(path, for: task) }
     do {
-      try FilePlacer(plan: plan).prepare(path, for: task)
+      try FilePlacer(plan: plan, stateFolder: nil).prepare(path, for: task)
     } catch {
       #expect(error.code == .unsafePath)
     }
@@ -152,7 +152,7 @@ func request(_ plan: Plan, id: String) throws -> PlannedRequest {
     let builder = JobBuilder(plan: plan, state: StateFolder(option: nil, manifest: plan.manifest), redactor: Redactor())
     let job = builder.job(
       for: download, action: .resume(offset: 4096), cached: nil, prior: prior, dependencies: [],
-      placer: FilePlacer(plan: plan))
+      placer: FilePlacer(plan: plan, stateFolder: nil))
     #expect(job.spec.resume == TransferSpec.Resume(offset: 4096, validator: "\"v1\"", total: 9000))
     #expect(job.spec.spentBefore == 1234)
     #expect(job.failure == nil)

@@ -11,9 +11,12 @@ import Foundation
 /// Used by one thread at a time: the run's, then the relay's once the engine runs.
 final class FilePlacer {
   private let plan: Plan
+  /// batchdl's own files, checked again where each destination resolves.
+  private let reserved: ReservedPaths
 
-  init(plan: Plan) {
+  init(plan: Plan, stateFolder: String?) {
     self.plan = plan
+    reserved = ReservedPaths(manifest: plan.manifest, stateFolder: stateFolder)
   }
 
   /// Lets go of the open folder.
@@ -35,10 +38,21 @@ final class FilePlacer {
     }
   }
 
-  /// Creates the folder of a task's file and checks that it stays inside the session's dest;
-  /// returns the folder.
+  /// Creates the folder of a task's file and checks that it stays inside the session's dest and
+  /// that, links followed, it is none of batchdl's own files; returns the folder.
   @discardableResult
   func prepare(_ path: String, for task: PlannedTask) throws(TransferFailure) -> String {
+    let folder = try prepareFolder(path, for: task)
+    let name = FileAccess.name(of: path)
+    if name.utf8.withContiguousStorageIfAvailable({ reserved.mayName(UnsafeRawBufferPointer($0)) }) ?? true,
+      let real = ReservedPaths.realPath(folder), let why = reserved.problem(withResolved: real + "/" + name)
+    {
+      throw TransferFailure(code: .unsafePath, message: "\(path) \(why) (through a symbolic link); nothing was written")
+    }
+    return folder
+  }
+
+  private func prepareFolder(_ path: String, for task: PlannedTask) throws(TransferFailure) -> String {
     // Folders already made and checked in this run need neither again (10,000 files, one folder);
     // the last one is told by comparing bytes, without making the folder's path.
     if let lastPrepared, FileAccess.isEntry(path, of: lastPrepared) { return lastPrepared }
@@ -50,6 +64,9 @@ final class FilePlacer {
     let session = plan.manifest.sessions[Int(task.session)]
     let root = FileAccess.resolve(session.dest.isEmpty ? "." : session.dest, against: plan.manifest.absoluteDirectory)
     try Self.prepare(path: path, root: root)
+    if let real = ReservedPaths.realPath(parent), let why = reserved.problem(withResolved: real) {
+      throw TransferFailure(code: .unsafePath, message: "\(path) \(why) (through a symbolic link); nothing was written")
+    }
     preparedFolders.insert(parent)
     lastPrepared = parent
     return parent

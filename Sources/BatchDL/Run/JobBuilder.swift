@@ -32,7 +32,7 @@ final class JobBuilder: TransferJobSource {
     self.actions = actions
     self.waits = waits
     self.revalidating = revalidating
-    placer = FilePlacer(plan: plan)
+    placer = FilePlacer(plan: plan, stateFolder: state.path)
   }
 
   /// The global cap when `--jobs` is not given: the largest session `max_concurrent`.

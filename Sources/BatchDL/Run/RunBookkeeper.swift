@@ -46,7 +46,7 @@ final class RunBookkeeper: TransferObserver {
     self.requests = requests
     redactor = Redactor(secrets: plan.manifest.secrets)
     recorder = StateRecorder(plan: plan, redactor: redactor)
-    placer = FilePlacer(plan: plan)
+    placer = FilePlacer(plan: plan, stateFolder: state.path)
     caches = SessionCaches(plan: plan, state: state)
     report = RunReport(manifest: plan.manifest.path)
     report.shard = options.shard?.description

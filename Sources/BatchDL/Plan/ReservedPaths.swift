@@ -1,0 +1,113 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The files batchdl reads or keeps, which no destination may name, so that nothing fetched can
+/// replace them: the manifest, its list files and local Metalink documents, the files of its
+/// sessions' `tls:` and anything in a `tls.ca_path` folder, the state folder (and anything in it),
+/// and any partial file (`NAME.batchdl-part`), which belongs to another destination's download in
+/// progress. (A file an upload sends may be a download's: `after:` orders the two.)
+///
+/// The planner checks each destination as written (`problem(with:in:)`); the run checks each
+/// one again where it resolves, symbolic links followed (`problem(withResolved:)`), before the
+/// file is written.
+struct ReservedPaths {
+  /// Absolute, standardized paths of files, and where they resolve.
+  private var files: Set<String> = []
+  /// Absolute, standardized paths of folders, with everything in them, and why.
+  private var folders: [(path: String, why: String)] = []
+  /// The last path components of all of them: most names are none of them, told without a path.
+  private var names: Set<String> = []
+
+  init() {}
+
+  init(manifest: Manifest, stateFolder: String?) {
+    let root = manifest.absoluteDirectory
+    func file(_ path: String?) {
+      guard let path else { return }
+      for absolute in Self.spellings(of: FileAccess.resolve(path, against: root)) {
+        files.insert(absolute)
+        names.insert(FileAccess.name(of: absolute))
+      }
+    }
+    func folder(_ path: String?, _ why: String) {
+      guard let path else { return }
+      for absolute in Self.spellings(of: FileAccess.resolve(path, against: root)) {
+        folders.append((absolute, "is in \(absolute), \(why)"))
+        names.insert(FileAccess.name(of: absolute))
+      }
+    }
+    file(FileAccess.name(of: manifest.path))
+    for session in manifest.sessions {
+      for path in [session.tls.caFile, session.tls.clientCert, session.tls.clientKey, session.tls.pinnedPublicKey] {
+        if let path, path.hasPrefix("/") { file(path) }
+      }
+      folder(session.tls.caPath, "the folder of CA certificates that tls.ca_path trusts")
+      for entry in session.tasks {
+        switch entry {
+        case .task: break
+        case .list(let spec): file(spec.file)
+        case .metalink(let spec): if !spec.isURL { file(spec.document) }
+        }
+      }
+    }
+    folder(root + "/" + StateFolder.defaultName, "batchdl's state folder")
+    folder(stateFolder, "batchdl's state folder")
+  }
+
+  /// A path as written (standardized) and where it resolves, when it exists.
+  static func spellings(of path: String) -> [String] {
+    let written = standardized(path)
+    guard let resolved = realPath(written), resolved != written else { return [written] }
+    return [written, resolved]
+  }
+
+  static func realPath(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
+  }
+
+  /// An absolute path without `.`, `..` and empty components (symbolic links are not followed).
+  static func standardized(_ path: String) -> String {
+    var kept: [Substring] = []
+    for component in path.split(separator: "/") {
+      switch component {
+      case ".": continue
+      case "..": _ = kept.popLast()
+      default: kept.append(component)
+      }
+    }
+    return "/" + kept.joined(separator: "/")
+  }
+
+  /// Whether a file named `name` (UTF-8) in some folder could be one of them: the list fast path
+  /// leaves such names to the general rules.
+  func mayName(_ name: UnsafeRawBufferPointer) -> Bool {
+    let suffix = Plan.partialSuffix.utf8
+    if name.count >= suffix.count, name.suffix(suffix.count).elementsEqual(suffix) { return true }
+    return !names.isEmpty && names.contains(String(decoding: name, as: UTF8.self))
+  }
+
+  /// Why `destination` (relative to `root`, or absolute), as written, may not be written; nil when
+  /// it may.
+  func problem(with destination: String, in root: String) -> String? {
+    let components = destination.split(separator: "/")
+    if components.contains(where: { $0.hasSuffix(Plan.partialSuffix) }) {
+      return "names a partial file (*\(Plan.partialSuffix)), where batchdl keeps a download in progress"
+    }
+    guard components.contains(where: { names.contains(String($0)) }) else { return nil }
+    return problem(withResolved: Self.standardized(FileAccess.resolve(destination, against: root)))
+  }
+
+  /// Why the file at `path` (absolute, standardized or resolved) may not be written; nil when it may.
+  func problem(withResolved path: String) -> String? {
+    if files.contains(path) {
+      return "is a file batchdl reads for this manifest (the manifest, a list, a document or a tls: file)"
+    }
+    for folder in folders where path == folder.path || path.hasPrefix(folder.path + "/") {
+      return folder.why
+    }
+    return nil
+  }
+}
