@@ -152,3 +152,41 @@ import Testing
     #expect(nginx.requests(for: "/one.meta4").map(\.proto) == ["HTTP/2.0"])
   }
 }
+
+extension TLSSettingsTests {
+  @Test func aDocumentFetchedUnderOneSessionsTrustIsNotAnothers() throws {
+    // `lax` trusts anything; `strict` trusts another CA than the server's: one fetch each, and
+    // strict never uses lax's copy, in this run or the next.
+    let nginx = try NginxServer()
+    let body = FileResource.versionBytes(5, length: 5000)
+    nginx.put("f.bin", body)
+    nginx.put(
+      "doc.meta4",
+      Array(MetalinkRunTests.document([("f.bin", [nginx.url("/f.bin")], SHA256Digest.hex(body))]).utf8))
+    let fixture = try RunFixture()
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        lax:
+          insecure: true
+          tasks:
+            - metalink: \(nginx.url("/doc.meta4"))
+              to: lax/
+        strict:
+          retry: {attempts: 1}
+          tls: {ca_file: \(nginx.certificates.otherCACertificate)}
+          tasks:
+            - metalink: \(nginx.url("/doc.meta4"))
+              to: strict/
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1)
+    #expect(fixture.holds("lax/f.bin", body))
+    #expect(!fixture.folder.exists("strict/f.bin"))
+    #expect(nginx.requests(for: "/doc.meta4").count == 1, "strict's fetch failed its handshake: nginx logs none")
+    let again = try fixture.run()
+    #expect(again.status == 1)
+    #expect(!fixture.folder.exists("strict/f.bin"), "and no stored copy of lax's is used for strict")
+  }
+}

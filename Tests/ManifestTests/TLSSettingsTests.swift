@@ -108,9 +108,23 @@ import Testing
           tasks:
             - download: https://example.org/a.bin
               to: insecure/a.bin
-      """, files: Self.files)
+        other-password:
+          tls: {client_cert: certs/client.pem, client_key: certs/client.key, key_password: "${OTHER}"}
+          tasks:
+            - download: https://example.org/a.bin
+              to: other/a.bin
+        http1:
+          network: {http_version: 1.1}
+          tasks:
+            - download: https://example.org/a.bin
+              to: http1/a.bin
+      """, files: Self.files, environment: ["OTHER": "another-password"])
     let plan = try result.get()
-    #expect(plan.requests.count == 3, "one request each for no settings, the client certificate, insecure")
+    #expect(
+      plan.requests.count == 5,
+      "one request each for no settings, the client certificate, insecure, another key password, HTTP/1.1")
+    let identity = try #require(plan.manifest.session("other-password")?.connectionIdentity(relativeTo: "/"))
+    #expect(!identity.contains("another-password"), "the password is never in a request's identity")
   }
 
   @Test func aFIFOOrADeviceIsRefusedWhereAFileIsRead() throws {

@@ -134,10 +134,9 @@ private struct PlanBuilder {
     let effective = session.headers.merged(with: headers)
     var hasher = SHA256()
     hasher.update(data: Array("batchdl-request/1\n\(session.kind.rawValue)\n\(method)\n".utf8))
-    // Sessions that trust or present other things never share a request (nor one that trusts
-    // nothing with one that checks); without either, the identity is as it always was.
-    if session.insecure || !session.tls.isEmpty {
-      let trust = (session.insecure ? "insecure:" : "") + session.tls.identity(relativeTo: manifest.absoluteDirectory)
+    // Sessions that trust, present or speak other things never share a request (nor one that
+    // trusts nothing with one that checks); without any, the identity is as it always was.
+    if let trust = session.connectionIdentity(relativeTo: manifest.absoluteDirectory) {
       hasher.update(data: Array("tls:\(trust)\n".utf8))
     }
     for header in effective.sorted(by: { $0.name.lowercased() < $1.name.lowercased() }) {
@@ -291,7 +290,9 @@ private struct PlanBuilder {
     let document: MetalinkDocument
     if spec.isURL {
       let masked = redactor.url(spec.document)
-      let fetched = descriptorSet?.documents[spec.document] ?? FetchedDocument(outcome: .missing)
+      let fetched =
+        descriptorSet?.documents[DescriptorSet.key(of: spec.document, for: session, in: manifest)]
+        ?? FetchedDocument(outcome: .missing)
       var record = PlannedDescriptor(
         session: Int32(sessionIndex), entry: Int32(entryIndex), url: masked, outcome: fetched.outcome,
         sha256: fetched.body.map { SHA256.hash(data: $0).hexString })
@@ -1054,5 +1055,24 @@ func writeHexDigits(of bytes: UnsafeRawBufferPointer, into out: UnsafeMutableBuf
       out[index * 2] = digits[Int(byte >> 4)]
       out[index * 2 + 1] = digits[Int(byte & 0xF)]
     }
+  }
+}
+
+extension Session {
+  /// What a session's connections trust, present and speak, when that is not the default: `tls:`
+  /// (paths under `folder` relative to it, the key's password as an HMAC keyed with the key file's
+  /// bytes, so that the state folder never holds a value to guess it from), `insecure:` and
+  /// `network.http_version`. Requests and descriptors of sessions whose identities differ are
+  /// never shared.
+  func connectionIdentity(relativeTo folder: String) -> String? {
+    guard insecure || !tls.isEmpty || network.httpVersion != .auto else { return nil }
+    var parts = [insecure ? "insecure" : "", network.httpVersion.rawValue, tls.identity(relativeTo: folder)]
+    if let password = tls.keyPassword, let keyFile = tls.clientKey ?? tls.clientCert,
+      let key = try? FileAccess.readAll(keyFile)
+    {
+      let code = HMAC<SHA256>.authenticationCode(for: Array(password.utf8), using: SymmetricKey(data: key))
+      parts.append("password:" + code.withUnsafeBytes { Array($0.prefix(16)) }.hexString)
+    }
+    return parts.joined(separator: "\u{1F}")
   }
 }

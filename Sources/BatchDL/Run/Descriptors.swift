@@ -20,7 +20,15 @@ public struct FetchedDocument: Sendable {
 /// The documents of a manifest's `metalink:` entries given by URL, by URL as written (after
 /// `${VAR}` expansion).
 public struct DescriptorSet: Sendable {
+  /// By `key(of:for:in:)`: the document's URL, and the fetching session's connection identity.
   public var documents: [String: FetchedDocument] = [:]
+
+  /// Where a document fetched for `session` is kept: one fetch per URL and connection identity
+  /// (`Session.connectionIdentity`), so that sessions that trust other things never share one.
+  static func key(of document: String, for session: Session, in manifest: Manifest) -> String {
+    guard let identity = session.connectionIdentity(relativeTo: manifest.absoluteDirectory) else { return document }
+    return document + "\n" + identity
+  }
 
   public init(documents: [String: FetchedDocument] = [:]) {
     self.documents = documents
@@ -48,13 +56,16 @@ public enum Descriptors {
     var set = DescriptorSet()
     for session in manifest.sessions {
       for entry in session.tasks {
-        guard case .metalink(let spec) = entry, spec.isURL, set.documents[spec.document] == nil else { continue }
+        guard case .metalink(let spec) = entry, spec.isURL else { continue }
+        let key = DescriptorSet.key(of: spec.document, for: session, in: manifest)
+        guard set.documents[key] == nil else { continue }
         let masked = redactor.url(spec.document)
-        let files = state.descriptor(maskedURL: masked)
+        let files = state.descriptor(
+          maskedURL: masked, connection: session.connectionIdentity(relativeTo: manifest.absoluteDirectory))
         let stored = StoredDescriptor.read(files)
         switch mode {
         case .stored:
-          set.documents[spec.document] =
+          set.documents[key] =
             stored.map { FetchedDocument(outcome: .storedCopy, body: $0.body) } ?? FetchedDocument(outcome: .missing)
         case .fetch:
           let merged = session.headers.merged(with: spec.headers)
@@ -63,7 +74,7 @@ public enum Descriptors {
             originOnly: redactor.originOnly(merged), timeouts: session.timeouts, retry: session.retry,
             insecure: session.insecure, tls: session.tls, httpVersion: session.network.httpVersion
           ).run(conditional: stored?.meta)
-          set.documents[spec.document] = settle(
+          set.documents[key] = settle(
             answer, stored: stored, masked: masked, files: files, redactor: redactor)
         }
       }

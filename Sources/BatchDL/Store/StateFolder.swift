@@ -134,8 +134,11 @@ public struct StateFolder: Sendable {
   public var descriptors: String { base + "/descriptors" }
   /// The stored copy of the document at `maskedURL` (user-info and secrets masked): its bytes
   /// and its metadata (`ETag`, `Last-Modified`, SHA-256).
-  public func descriptor(maskedURL: String) -> (body: String, meta: String) {
-    let name = SHA256.hash(data: Array(maskedURL.utf8)).hexString
+  /// `connection`: the fetching session's connection identity, when not the default (a copy
+  /// fetched under one session's trust is never another's).
+  public func descriptor(maskedURL: String, connection: String? = nil) -> (body: String, meta: String) {
+    let key = maskedURL + (connection.map { "\n" + $0 } ?? "")
+    let name = SHA256.hash(data: Array(key.utf8)).hexString
     return (descriptors + "/\(name).body", descriptors + "/\(name).meta")
   }
 
