@@ -195,6 +195,21 @@ import Testing
     #expect(try fixture.summary()["failed"] as? Int == 0)
   }
 
+  @Test func goawayUnderLoadCostsNoTaskWithoutRetries() throws {
+    // 64 streams at once, a GOAWAY every 3 requests, and no retry allowed: the requests past the
+    // last stream a connection took are sent again without an attempt charged.
+    let nginx = try NginxServer(serverDirectives: "keepalive_requests 3;")
+    let fixture = try RunFixture()
+    let files = Self.smallFiles(300, on: nginx, in: fixture)
+    fixture.manifest(
+      Self.manifest(
+        trusting: nginx, ["dest: out/", "retry: {attempts: 1}", "network: {max_concurrent: 64}"],
+        tasks: Self.smallFileList))
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stdout)")
+    for (name, bytes) in files { #expect(fixture.holds("out/files/" + name, bytes), "\(name)") }
+  }
+
   @Test func aResetStreamCostsARetryOfThatRequestOnly() throws {
     // nginx in front of the test server, whose answer for /b.bin breaks off once: nginx resets
     // that stream (RST_STREAM) while the other streams of the connection go on.

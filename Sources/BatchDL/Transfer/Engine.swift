@@ -178,6 +178,8 @@ public final class Engine {
     var transferred: Int64 = 0
     /// Redirects followed by the engine in the current attempt.
     var redirects = 0
+    /// Attempts lost with a multiplexed connection before any response, not charged (at most 3).
+    var connectionLosses = 0
   }
 
   let multi: MultiHandle
@@ -601,6 +603,17 @@ public final class Engine {
           outcome = .failure(problem)
         }
       }
+    }
+    if case .failure(let failure) = outcome, failure.code == .network, !cancelled.isSet, !transfer.parser.complete,
+      transfer.bodyBytesReceived == 0, multiplexedHosts.contains(transfer.spec.hostKey), jobs[job].connectionLosses < 3
+    {
+      // A request refused or lost when the server ended its HTTP/2 connection (GOAWAY past the
+      // last stream it took), before any of its response: sent again at once, without an attempt
+      // charged, as libcurl does a few times itself before it gives up.
+      jobs[job].connectionLosses += 1
+      jobs[job].attempts -= 1
+      enqueue(job)
+      return
     }
     if case .failure(let failure) = outcome, failure.code == .resumeRestart, !cancelled.isSet {
       // The server cannot continue this partial file: start over at once, without an attempt charged.
