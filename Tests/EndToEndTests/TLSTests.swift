@@ -185,6 +185,8 @@ extension TLSSettingsTests {
     #expect(fixture.holds("lax/f.bin", body))
     #expect(!fixture.folder.exists("strict/f.bin"))
     #expect(nginx.requests(for: "/doc.meta4").count == 1, "strict's fetch failed its handshake: nginx logs none")
+    let failed = try #require(try fixture.tasks()[nginx.url("/doc.meta4")]?["error"] as? [String: Any])
+    #expect((failed["message"] as? String)?.contains("tls.ca_file") == true, "\(failed)")
     let again = try fixture.run()
     #expect(again.status == 1)
     #expect(!fixture.folder.exists("strict/f.bin"), "and no stored copy of lax's is used for strict")

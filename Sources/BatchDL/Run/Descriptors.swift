@@ -254,8 +254,9 @@ struct DescriptorFetch {
         return (.failed("it is larger than \(ByteSize.format(Int64(Descriptors.maxBytes)))"), false, nil)
       }
       guard code == CURLE_OK else {
-        let transient = code != CURLE_UNSUPPORTED_PROTOCOL && code != CURLE_URL_MALFORMAT
-        return (.failed(easy.message(for: code)), transient, nil)
+        // The same words as a transfer's (a TLS failure names the setting that answers it).
+        let failure = FailureClassifier.classify(code, message: easy.message(for: code))
+        return (.failed(failure.message), FailureClassifier.isRetryable(failure), nil)
       }
       let status = easy.info(CURLINFO_RESPONSE_CODE)
       switch status {
