@@ -132,7 +132,8 @@ import Testing
     #expect(result.stdout.contains("done: 1 completed, 0 failed"))
   }
 
-  @Test func unsafeDestinationsThroughSymlinksAreRefused() throws {
+  /// Runs a download to `to` in `dest: out/`, where `out/link` leads to a folder outside.
+  func runThroughALinkOut(to: String) throws -> (RunFixture, TemporaryDirectory, BinaryRunner.Outcome) {
     let fixture = try RunFixture()
     let outside = TemporaryDirectory()
     fixture.server.route("/a", .text("a\n"))
@@ -147,9 +148,13 @@ import Testing
           dest: out/
           tasks:
             - download: BASE/a
-              to: link/a.txt
+              to: \(to)
       """)
-    let result = try fixture.run()
+    return (fixture, outside, try fixture.run())
+  }
+
+  @Test func unsafeDestinationsThroughSymlinksAreRefused() throws {
+    let (fixture, outside, result) = try runThroughALinkOut(to: "link/a.txt")
     #expect(result.status == 1)
     #expect((try fixture.tasks()["out/link/a.txt"]?["error"] as? [String: Any])?["code"] as? String == "unsafe-path")
     #expect(!outside.exists("a.txt"))
@@ -184,23 +189,7 @@ import Testing
 
   @Test func noFolderIsMadeThroughASymlinkThatLeadsOut() throws {
     // The folders of a refused destination were made outside dest before the check refused it.
-    let fixture = try RunFixture()
-    let outside = TemporaryDirectory()
-    fixture.server.route("/a", .text("a\n"))
-    try FileManager.default.createDirectory(atPath: fixture.folder.path + "/out", withIntermediateDirectories: true)
-    try FileManager.default.createSymbolicLink(
-      atPath: fixture.folder.path + "/out/link", withDestinationPath: outside.path)
-    fixture.manifest(
-      """
-      version: 1
-      sessions:
-        main:
-          dest: out/
-          tasks:
-            - download: BASE/a
-              to: link/sub/deeper/a.txt
-      """)
-    let result = try fixture.run()
+    let (fixture, outside, result) = try runThroughALinkOut(to: "link/sub/deeper/a.txt")
     #expect(result.status == 1)
     let error = try fixture.tasks()["out/link/sub/deeper/a.txt"]?["error"] as? [String: Any]
     #expect(error?["code"] as? String == "unsafe-path")

@@ -69,17 +69,7 @@ struct ReservedPaths {
   }
 
   /// An absolute path without `.`, `..` and empty components (symbolic links are not followed).
-  static func standardized(_ path: String) -> String {
-    var kept: [Substring] = []
-    for component in path.split(separator: "/") {
-      switch component {
-      case ".": continue
-      case "..": _ = kept.popLast()
-      default: kept.append(component)
-      }
-    }
-    return "/" + kept.joined(separator: "/")
-  }
+  static func standardized(_ path: String) -> String { StateFolder.normalize(path) }
 
   /// Whether a file named `name` (UTF-8) in some folder could be one of them: the list fast path
   /// leaves such names to the general rules.
