@@ -59,6 +59,26 @@ import Testing
     #expect(found.isEmpty, "\(found)")
   }
 
+  @Test func aSecretInAHostIsMaskedLowerCasedToo() throws {
+    // URL normalization lower-cases a host: `${TOKEN}` = `AbCdEf99` goes out as `abcdef99`.
+    let fixture = try RunFixture()
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          tasks:
+            - download: http://${HOST_TOKEN}.invalid/f.bin
+              to: f.bin
+      """)
+    let outcome = try fixture.run(environment: ["HOST_TOKEN": "AbCdEf99"])
+    #expect(outcome.status == 1)
+    let plan = try BinaryRunner.run(
+      ["plan", "manifest.yaml", "--json"], in: fixture.folder.path, environment: ["HOST_TOKEN": "AbCdEf99"])
+    #expect(fixture.leaks(of: ["AbCdEf99", "abcdef99"], outputs: [outcome.output, plan.output]) == [])
+  }
+
   @Test func aFileNameIsNeverMadeFromASecret() throws {
     let fixture = try RunFixture()
     fixture.server.route("/files/\(Self.secret)", .text("hello"))

@@ -30,11 +30,11 @@ public struct Redactor: Sendable {
   }
 
   /// Every form a value takes on its way into a request: as written, as URL normalization leaves it
-  /// (`a|b` as `a%7Cb`), percent-encoded whole (upper- and lower-case hex), form-encoded (space as
-  /// `+`), and Base64 (standard and URL-safe, with and without padding).
+  /// (`a|b` as `a%7Cb`; in a host, lower-cased), percent-encoded whole (upper- and lower-case hex),
+  /// form-encoded (space as `+`), and Base64 (standard and URL-safe, with and without padding).
   static func spellings(of value: String) -> [String] {
     let bytes = Array(value.utf8)
-    var result = [value, URLNormalizer.normalizePercent(value)]
+    var result = [value, URLNormalizer.normalizePercent(value), value.lowercased()]
     result.append(percentEncoded(bytes, hex: upperHex, spaceAsPlus: false))
     result.append(percentEncoded(bytes, hex: lowerHex, spaceAsPlus: false))
     result.append(percentEncoded(bytes, hex: upperHex, spaceAsPlus: true))
