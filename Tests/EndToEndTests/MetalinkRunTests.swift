@@ -91,6 +91,25 @@ import Testing
     #expect(!fixture.folder.exists("pwned"))
   }
 
+  @Test func aDocumentDeclaredInUTF32IsAnErrorNotACrash() throws {
+    // libxml2 crashed (SIGSEGV) switching to UTF-32: validate, plan, run and status died with it.
+    let fixture = try RunFixture()
+    fixture.folder.write(
+      "doc.meta4",
+      "<?xml version=\"1.0\" encoding=\"UTF-32\"?>\n<metalink xmlns=\"urn:ietf:params:xml:ns:metalink\"/>\n")
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - metalink: doc.meta4
+      """)
+    let outcome = try BinaryRunner.run(["validate", "manifest.yaml"], in: fixture.folder.path)
+    #expect(outcome.status == 2, "\(outcome.output)")
+    #expect(outcome.output.contains("the document declares encoding 'UTF-32'"), "\(outcome.output)")
+  }
+
   @Test func aDescriptorThatCannotBeFetchedFailsOnlyItsTasks() throws {
     let fixture = try RunFixture()
     fixture.server.route("/doc.meta4", .status(500))

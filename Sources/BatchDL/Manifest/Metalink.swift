@@ -183,6 +183,28 @@ public enum Metalink {
   }
 
   /// Parses a document held in memory; `file` names it in diagnostics.
+  /// Why a document is not read as UTF-8, or nil. Only UTF-8 is read: libxml2's switch to some
+  /// declared encodings (UTF-32, UCS-4) crashed it, and in UTF-16 a `<!DOCTYPE>` would pass the
+  /// check on the bytes below.
+  static func encodingProblem(_ bytes: [UInt8]) -> String? {
+    let utf8 = "batchdl reads Metalink documents in UTF-8 only"
+    if bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE]) || bytes.prefix(4).contains(0) {
+      return "the document is not UTF-8 (it looks like UTF-16 or UTF-32): \(utf8)"
+    }
+    var text = bytes.prefix(512)[...]
+    if text.starts(with: [0xEF, 0xBB, 0xBF]) { text = text.dropFirst(3) }
+    guard text.starts(with: Array("<?xml".utf8)), let end = text.firstRange(of: Array("?>".utf8)) else { return nil }
+    let declaration = String(decoding: text[..<end.lowerBound], as: UTF8.self)
+    guard let equals = declaration.range(of: "encoding") else { return nil }
+    let rest = declaration[equals.upperBound...].drop { $0 == " " || $0 == "=" || $0 == "\t" }
+    guard let quote = rest.first, quote == "\"" || quote == "'" else { return nil }
+    let name = rest.dropFirst().prefix { $0 != quote }
+    guard ["utf-8", "utf8"].contains(name.lowercased()) else {
+      return "the document declares encoding '\(name.prefix(40))': \(utf8)"
+    }
+    return nil
+  }
+
   public static func parse(_ bytes: [UInt8], file: String) -> MetalinkDocument {
     let start = SourceMark(file: file, line: 1, column: 1)
     func failed(_ mark: SourceMark, _ message: String) -> MetalinkDocument {
@@ -194,6 +216,7 @@ public enum Metalink {
         "the Metalink document holds \(bytes.count) bytes, more than \(ByteSize.format(Int64(maxBytes))), the most batchdl reads"
       )
     }
+    if let problem = encodingProblem(bytes) { return failed(start, problem) }
     let positions = Positions(bytes, file: file)
     // Metalink needs no DTD. Entity declarations are refused before libxml2 sees them: a few lines
     // of nested entities can expand to gigabytes ("billion laughs"), and external ones read files.
