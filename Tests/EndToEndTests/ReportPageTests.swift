@@ -349,4 +349,27 @@ import Testing
     #expect(result.stderr.contains("not a batchdl report"))
     #expect(!folder.exists("out.html"))
   }
+
+  @Test func reportsWithNumbersNoRunMakesAreRefusedNotLoopedOn() throws {
+    // A huge `seconds` made `report html` loop for ever; sizes near Int64.max trapped `diff`.
+    let folder = TemporaryDirectory()
+    let task =
+      #"{"id":"a","session":"s","kind":"download","url":"http://h/a","outcome":"completed","attempts":1,"resumed_from":0"#
+    let cases = [
+      #"{"format":"batchdl-report/1","manifest":"m.yaml","seconds":"1e300","summary":{},"tasks":[]}"#,
+      #"{"format":"batchdl-report/1","manifest":"m.yaml","summary":{},"tasks":[\#(task),"size":9223372036854775807}]}"#,
+      #"{"format":"batchdl-report/1","manifest":"m.yaml","summary":{},"tasks":[\#(task),"size":10,"seconds":"99999999999"}]}"#,
+    ]
+    for (index, text) in cases.enumerated() {
+      folder.write("r\(index).json", text)
+      let html = try BinaryRunner.run(
+        ["report", "html", "r\(index).json", "-o", "out.html"], in: folder.path, timeout: 20)
+      #expect(html.status == 2 && !html.timedOut, "case \(index): \(html.stderr)")
+      #expect(html.stderr.contains("out of range"), "case \(index): \(html.stderr)")
+      let diff = try BinaryRunner.run(
+        ["report", "diff", "r\(index).json", "r\(index).json"], in: folder.path, timeout: 20)
+      #expect(diff.status == 2, "case \(index): \(diff.stderr)")
+    }
+    #expect(!folder.exists("out.html"))
+  }
 }

@@ -21,6 +21,10 @@ extension RunReport {
     report.shard = object["shard"] as? String
     report.requests = (object["summary"] as? [String: Any])?["requests"] as? Int ?? 0
     report.seconds = seconds(object["seconds"])
+    if let seconds = report.seconds, seconds > maxSeconds {
+      throw ReadError(
+        description: "\(path): the run's seconds, \(seconds), are out of range (at most \(Int(maxSeconds)))")
+    }
     for entry in object["tasks"] as? [[String: Any]] ?? [] {
       guard let id = entry["id"] as? String, let outcome = (entry["outcome"] as? String).flatMap(TaskOutcome.init)
       else {
@@ -48,11 +52,35 @@ extension RunReport {
       result.seconds = seconds(entry["seconds"])
       result.started = seconds(entry["started"])
       result.httpVersion = entry["protocol"] as? String
+      if let problem = outOfRange(result, bytes: result.sources.map(\.bytes)) {
+        throw ReadError(description: "\(path): task \(id): \(problem)")
+      }
       // What this run received: the body past the byte it resumed from.
       result.transferred = max(0, (result.size ?? 0) - result.resumedFrom)
       report.results.append(result)
     }
     return report
+  }
+
+  /// The most a report's numbers may be: ten years, a petabyte, a million attempts. Reports are
+  /// input (a CI job diffs what a run wrote, or what anyone wrote): past these, sums and charts
+  /// would overflow or never end.
+  static let maxSeconds = 10 * 365 * 86_400.0
+  static let maxBytes: Int64 = 1 << 50
+
+  /// Why a task's numbers cannot be a run's, or nil.
+  private static func outOfRange(_ result: TaskResult, bytes: [Int64]) -> String? {
+    if let size = result.size, !(0...maxBytes).contains(size) { return "size \(size) is out of range" }
+    if !(0...(result.size ?? maxBytes)).contains(result.resumedFrom) {
+      return "resumed_from \(result.resumedFrom) is out of range"
+    }
+    if !(0...1_000_000).contains(result.attempts) { return "attempts \(result.attempts) is out of range" }
+    if let status = result.status, !(0...999).contains(status) { return "status \(status) is out of range" }
+    if bytes.contains(where: { !(0...maxBytes).contains($0) }) { return "a source's bytes are out of range" }
+    for time in [result.seconds, result.started].compactMap({ $0 }) where time > maxSeconds {
+      return "a time of \(time) seconds is out of range"
+    }
+    return nil
   }
 
   /// A time as `--timings` writes it (`"1.250"`); a number is taken too.
@@ -86,7 +114,8 @@ extension RunReport {
         seen[result.id] = path
         merged.results.append(result)
       }
-      merged.requests += report.requests
+      let (requests, overflow) = merged.requests.addingReportingOverflow(report.requests)
+      merged.requests = overflow ? .max : requests
       if let seconds = report.seconds { merged.seconds = max(merged.seconds ?? 0, seconds) }
     }
     return merged

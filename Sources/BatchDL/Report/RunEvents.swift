@@ -209,7 +209,11 @@ public struct RunSummary: Sendable, Equatable {
     case .deferred: deferred += 1
     case .cancelled: cancelled += 1
     }
-    if result.outcome == .completed, result.source == "network" { bytes += result.transferred }
+    if result.outcome == .completed, result.source == "network" {
+      // Saturating: a report read back is input, and its sizes may add past Int64.max.
+      let (sum, overflow) = bytes.addingReportingOverflow(result.transferred)
+      bytes = overflow ? .max : sum
+    }
   }
 
   public var json: JSON {
