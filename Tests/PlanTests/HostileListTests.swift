@@ -30,6 +30,26 @@ import Testing
     }
   }
 
+  @Test func aMetalinkDocumentThatIsAFIFOIsRefusedEvenWithAWriter() throws {
+    // A writer holding the FIFO open made validate wait for it.
+    let folder = TemporaryDirectory()
+    let fifo = folder.path + "/doc.meta4"
+    #expect(mkfifo(fifo, 0o600) == 0)
+    let reader = open(fifo, O_RDONLY | O_NONBLOCK)
+    let writer = open(fifo, O_WRONLY | O_NONBLOCK)
+    defer {
+      close(writer)
+      close(reader)
+    }
+    #expect(writer >= 0)
+    let document = Metalink.read(path: fifo, display: "doc.meta4")
+    #expect(document.version == nil)
+    #expect(
+      document.diagnostics.map(\.message) == [
+        "cannot read the Metalink document: it is a FIFO (named pipe), not a regular file"
+      ])
+  }
+
   @Test func readerStopsAtEachLimit() throws {
     let folder = TemporaryDirectory()
     let path = folder.write("urls.txt", Self.lines(10))

@@ -32,10 +32,11 @@ public enum ManifestLoader {
     }
   }
 
-  /// The manifest's bytes: a regular file or a pipe (`<(command)`), at most `Limits.manifestBytes`.
+  /// The manifest's bytes: a regular file or, when `allowsPipe`, a pipe (`<(command)`), at most
+  /// `Limits.manifestBytes`.
   static func readManifest(
     _ path: String, limit: Int = Limits.manifestBytes,
-    tooLarge advice: String? = nil
+    tooLarge advice: String? = nil, allowsPipe: Bool = true
   ) throws(FileProblem) -> [UInt8] {
     // Opened without waiting for a writer (a FIFO nobody writes to reads as empty), then read
     // blocking as usual.
@@ -45,7 +46,7 @@ public enum ManifestLoader {
     _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
     var info = stat()
     guard fstat(fd, &info) == 0 else { throw FileProblem(SystemError("stat \(path)")) }
-    if (info.st_mode & S_IFMT) != S_IFIFO, let kind = FileAccess.irregularKind(info.st_mode) {
+    if !allowsPipe || (info.st_mode & S_IFMT) != S_IFIFO, let kind = FileAccess.irregularKind(info.st_mode) {
       throw FileProblem("it is \(kind), not a regular file")
     }
     let tooLarge = FileProblem(

@@ -166,10 +166,12 @@ public enum Metalink {
   public static func read(path: String, display: String? = nil) -> MetalinkDocument {
     let name = display ?? path
     do {
+      // A FIFO a writer holds open would block every command that plans the manifest.
       let bytes = try ManifestLoader.readManifest(
         path, limit: maxBytes,
         tooLarge:
-          "it holds more than \(ByteSize.format(Int64(maxBytes))), the most batchdl reads of a Metalink document")
+          "it holds more than \(ByteSize.format(Int64(maxBytes))), the most batchdl reads of a Metalink document",
+        allowsPipe: false)
       return parse(bytes, file: name)
     } catch {
       return MetalinkDocument(
