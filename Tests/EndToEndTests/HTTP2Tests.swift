@@ -177,16 +177,27 @@ import Testing
     #expect(Set(legacy.map(\.connection)).count == 1, "one connection at a time, reused")
   }
 
-  @Test func aServerThatEndsConnectionsWithGoawayCostsNoTask() throws {
-    // nginx sends GOAWAY after 7 requests on a connection: streams opened past it are refused.
-    let nginx = try NginxServer(serverDirectives: "keepalive_requests 7;")
+  /// `count` small files from an nginx that ends each connection with GOAWAY after `every`
+  /// requests, fetched `streams` at a time with `attempts` tries each.
+  func goaway(
+    every: Int, count: Int, streams: Int, attempts: Int
+  ) throws -> (
+    nginx: NginxServer, fixture: RunFixture, files: [String: [UInt8]], outcome: BinaryRunner.Outcome
+  ) {
+    let nginx = try NginxServer(serverDirectives: "keepalive_requests \(every);")
     let fixture = try RunFixture()
-    let files = Self.smallFiles(120, on: nginx, in: fixture)
+    let files = Self.smallFiles(count, on: nginx, in: fixture)
     fixture.manifest(
       Self.manifest(
-        trusting: nginx, ["dest: out/", "retry: {attempts: 2, backoff: 10ms}", "network: {max_concurrent: 16}"],
+        trusting: nginx,
+        ["dest: out/", "retry: {attempts: \(attempts), backoff: 10ms}", "network: {max_concurrent: \(streams)}"],
         tasks: Self.smallFileList))
-    let outcome = try fixture.run()
+    return (nginx, fixture, files, try fixture.run())
+  }
+
+  @Test func aServerThatEndsConnectionsWithGoawayCostsNoTask() throws {
+    // nginx sends GOAWAY after 7 requests on a connection: streams opened past it are refused.
+    let (nginx, fixture, files, outcome) = try goaway(every: 7, count: 120, streams: 16, attempts: 2)
     #expect(outcome.status == 0, "\(outcome.stderr)")
     for (name, bytes) in files { #expect(fixture.holds("out/files/" + name, bytes), "\(name)") }
     let requests = nginx.requests().filter { $0.status == 200 }
@@ -198,14 +209,7 @@ import Testing
   @Test func goawayUnderLoadCostsNoTaskWithoutRetries() throws {
     // 64 streams at once, a GOAWAY every 3 requests, and no retry allowed: the requests past the
     // last stream a connection took are sent again without an attempt charged.
-    let nginx = try NginxServer(serverDirectives: "keepalive_requests 3;")
-    let fixture = try RunFixture()
-    let files = Self.smallFiles(300, on: nginx, in: fixture)
-    fixture.manifest(
-      Self.manifest(
-        trusting: nginx, ["dest: out/", "retry: {attempts: 1}", "network: {max_concurrent: 64}"],
-        tasks: Self.smallFileList))
-    let outcome = try fixture.run()
+    let (_, fixture, files, outcome) = try goaway(every: 3, count: 300, streams: 64, attempts: 1)
     #expect(outcome.status == 0, "\(outcome.stdout)")
     for (name, bytes) in files { #expect(fixture.holds("out/files/" + name, bytes), "\(name)") }
   }

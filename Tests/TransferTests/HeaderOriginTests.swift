@@ -24,6 +24,9 @@ import Testing
       ("http://a.example/f", "https://a.example", false),
       ("https://a.example:8443/f", "https://a.example", false),
       ("https://b.example/f", nil, true),
+      // Starts like the origin, but is another host.
+      ("https://a.example.evil/f", "https://a.example", false),
+      ("https://a.example@evil.example/f", "https://a.example", false),
     ] as [(String, String?, Bool)])
   func secretsGoOnlyToTheirOrigin(url: String, origin: String?, withSecrets: Bool) {
     let sent = Self.spec(url: url, origin: origin).headersForURL

@@ -16,8 +16,10 @@ struct ReservedPaths {
   private var files: Set<String> = []
   /// Absolute, standardized paths of folders, with everything in them, and why.
   private var folders: [(path: String, why: String)] = []
-  /// The last path components of all of them: most names are none of them, told without a path.
-  private var names: Set<String> = []
+  /// The last path components of all of them, as UTF-8: most destinations hold none of them, told
+  /// on the bytes of their components, without a string or a path made (every destination of a
+  /// million-line list passes here).
+  private var names: [[UInt8]] = []
 
   init() {}
 
@@ -27,14 +29,14 @@ struct ReservedPaths {
       guard let path else { return }
       for absolute in Self.spellings(of: FileAccess.resolve(path, against: root)) {
         files.insert(absolute)
-        names.insert(FileAccess.name(of: absolute))
+        insertName(FileAccess.name(of: absolute))
       }
     }
     func folder(_ path: String?, _ why: String) {
       guard let path else { return }
       for absolute in Self.spellings(of: FileAccess.resolve(path, against: root)) {
         folders.append((absolute, "is in \(absolute), \(why)"))
-        names.insert(FileAccess.name(of: absolute))
+        insertName(FileAccess.name(of: absolute))
       }
     }
     file(FileAccess.name(of: manifest.path))
@@ -53,6 +55,11 @@ struct ReservedPaths {
     }
     folder(root + "/" + StateFolder.defaultName, "batchdl's state folder")
     folder(stateFolder, "batchdl's state folder")
+  }
+
+  private mutating func insertName(_ name: String) {
+    let bytes = Array(name.utf8)
+    if !names.contains(bytes) { names.append(bytes) }
   }
 
   /// A path as written (standardized) and where it resolves, when it exists.
@@ -74,19 +81,38 @@ struct ReservedPaths {
   /// Whether a file named `name` (UTF-8) in some folder could be one of them: the list fast path
   /// leaves such names to the general rules.
   func mayName(_ name: UnsafeRawBufferPointer) -> Bool {
+    Self.isPartial(name) || isName(name)
+  }
+
+  private static func isPartial(_ component: UnsafeRawBufferPointer) -> Bool {
     let suffix = Plan.partialSuffix.utf8
-    if name.count >= suffix.count, name.suffix(suffix.count).elementsEqual(suffix) { return true }
-    return !names.isEmpty && names.contains(String(decoding: name, as: UTF8.self))
+    return component.count >= suffix.count && component.suffix(suffix.count).elementsEqual(suffix)
+  }
+
+  private func isName(_ component: UnsafeRawBufferPointer) -> Bool {
+    names.contains { $0.count == component.count && $0.elementsEqual(component) }
   }
 
   /// Why `destination` (relative to `root`, or absolute), as written, may not be written; nil when
   /// it may.
   func problem(with destination: String, in root: String) -> String? {
-    let components = destination.split(separator: "/")
-    if components.contains(where: { $0.hasSuffix(Plan.partialSuffix) }) {
+    var text = destination
+    let (partial, named) = text.withUTF8 { bytes in
+      var partial = false
+      var named = false
+      var start = 0
+      for end in 0...bytes.count where end == bytes.count || bytes[end] == UInt8(ascii: "/") {
+        let component = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[start..<end]))
+        partial = partial || Self.isPartial(component)
+        named = named || isName(component)
+        start = end + 1
+      }
+      return (partial, named)
+    }
+    if partial {
       return "names a partial file (*\(Plan.partialSuffix)), where batchdl keeps a download in progress"
     }
-    guard components.contains(where: { names.contains(String($0)) }) else { return nil }
+    guard named else { return nil }
     return problem(withResolved: Self.standardized(FileAccess.resolve(destination, against: root)))
   }
 

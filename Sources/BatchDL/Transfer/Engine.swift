@@ -820,8 +820,9 @@ public final class Engine {
     guard transfer.head.version == "HTTP/2" else { return }
     let host = transfer.spec.hostKey
     let session = transfer.spec.sessionKey
-    multiplexedHosts.insert(host)
+    // Learned once per session and host: every later transfer there stops at this lookup.
     guard multiplexedQueues.insert(QueueName(session: session, host: host)).inserted else { return }
+    multiplexedHosts.insert(host)
     for key in keyHost.indices
     where keyHost[key] == host && keySession[key] == session && keyHostLimit[key] == connectionCap {
       keyHostLimit[key] = Int.max

@@ -15,9 +15,11 @@ extension TransferSpec {
   /// for, and none of `originOnlyHeaders` anywhere else. The one rule for every path: a first
   /// request, a resume, a retry, a segment, a mirror, a repair, a source a document names.
   var headersForURL: [String] {
-    guard !originOnlyHeaders.isEmpty, let origin = headerOrigin, Self.origin(of: url) != origin else {
-      return headers
-    }
+    guard !originOnlyHeaders.isEmpty, let origin = headerOrigin else { return headers }
+    // A planned URL is in normal form: at its own origin it starts with it, told without parsing.
+    let sameOrigin =
+      url.utf8.starts(with: origin.utf8) && url.utf8.dropFirst(origin.utf8.count).first == UInt8(ascii: "/")
+    guard !sameOrigin, Self.origin(of: url) != origin else { return headers }
     return headers.filter { line in
       let name = line.split(separator: ":", maxSplits: 1).first.map { $0.lowercased() } ?? ""
       return !originOnlyHeaders.contains(name.trimmingSpaces)

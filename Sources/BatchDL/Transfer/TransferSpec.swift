@@ -124,7 +124,8 @@ public struct TransferSpec: Sendable {
   /// The origin (`scheme://host[:port]`, normalized) those headers were given for: the URL the
   /// manifest names for the request, or the document's for a file a document fetched from the
   /// network names. A request to any other URL (a mirror, a source a document lists, a redirect)
-  /// goes without them. Nil: the first URL's own.
+  /// goes without them. The job builder sets it for every request with such headers; nil (a spec
+  /// made elsewhere) leaves them to `following`, which drops them when a redirect leaves the origin.
   public var headerOrigin: String?
   /// Other URLs serving the same bytes, tried in order when the source in use fails (`mirrors:`).
   public var mirrors: [TransferSource] = []
