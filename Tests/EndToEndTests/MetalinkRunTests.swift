@@ -138,6 +138,44 @@ import Testing
     #expect(descriptors.map { $0["outcome"] as? String } == ["failed"])
   }
 
+  @Test func aTaskAfterAFileOfAFailedDocumentFailsDependencyAndSendsNothing() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/doc.meta4", .status(500))
+    fixture.server.route("/x.bin", .file(.version(1, length: Self.length)))
+    fixture.server.route("/y.bin", .file(.version(2, length: Self.length)))
+    fixture.server.route("/z.bin", .file(.version(2, length: Self.length)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          tasks:
+            - metalink: BASE/doc.meta4
+              to: m/
+            - download: BASE/x.bin
+              to: x.bin
+              after: [m/a.bin]
+            - download: BASE/y.bin
+              to: y.bin
+              after: [x.bin]
+            - download: BASE/z.bin
+              to: z.bin
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    let tasks = try fixture.tasks()
+    for id in ["x.bin", "y.bin"] {
+      #expect(tasks[id]?["outcome"] as? String == "failed", "\(id): \(tasks[id] ?? [:])")
+      #expect((tasks[id]?["error"] as? [String: Any])?["code"] as? String == "dependency", "\(id)")
+      #expect(!fixture.files().contains(id))
+    }
+    let message = (tasks["x.bin"]?["error"] as? [String: Any])?["message"] as? String ?? ""
+    #expect(message.contains("m/a.bin") && message.contains("doc.meta4"), "\(message)")
+    #expect(tasks["z.bin"]?["outcome"] as? String == "completed")
+    #expect(fixture.server.requests(for: "/x.bin").isEmpty && fixture.server.requests(for: "/y.bin").isEmpty)
+  }
+
   @Test func aDescriptorNotModifiedUsesTheStoredCopy() throws {
     let fixture = try RunFixture()
     fixture.server.route("/a.bin", .file(.version(1, length: Self.length)))

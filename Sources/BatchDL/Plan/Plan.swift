@@ -154,6 +154,10 @@ public struct Plan: Sendable {
   public var expectations: [TaskExpectation] = []
   /// Documents given by URL (`metalink:`), in manifest order.
   public var descriptors: [PlannedDescriptor] = []
+  /// Requests whose tasks wait (`after:`) for an id no task has, in a plan that a failed document
+  /// left without that document's files: the id, and the document that failed. They fail with
+  /// `dependency` instead of running, and so does whatever waits for them.
+  public var unresolvedAfter: [Int32: (id: String, document: String)] = [:]
 
   /// The size and digest a download must have, wherever they were written: the task's `size:` and
   /// `sha256:`, or its Metalink `<size>` and `<hash>`. Nil when nothing is expected.

@@ -41,7 +41,7 @@ public struct Planner {
     return Plan(
       manifest: manifest, text: builder.text, tasks: builder.tasks, requests: builder.requests, order: order,
       hosts: builder.hosts, mergedDuplicates: builder.merged, warnings: all.sorted, expectations: builder.expectations,
-      descriptors: builder.descriptors)
+      descriptors: builder.descriptors, unresolvedAfter: builder.unresolvedAfter)
   }
 }
 
@@ -71,6 +71,8 @@ private struct PlanBuilder {
   /// The host of the last request added (-1 before the first).
   var lastHost: Int32 = -1
   var afterRefs: [(task: Int32, refs: [TaskReference])] = []
+  /// See `Plan.unresolvedAfter`.
+  var unresolvedAfter: [Int32: (id: String, document: String)] = [:]
   var resolvedAfter: [Int32: [(task: Int32, ref: TaskReference)]] = [:]
   var merged = 0
   /// The manifest had errors already: some tasks are missing, so unknown ids are expected.
@@ -809,6 +811,13 @@ private struct PlanBuilder {
       for ref in refs {
         // A data task's URL id has its user-info masked: a reference may quote the URL as written.
         guard let target = self.task(withID: ref.id) ?? self.task(withID: redactor.url(ref.id)) else {
+          // A document that failed may have listed the id: the task must not run as if it had
+          // been listed and completed.
+          if let failed = descriptors.first(where: { $0.outcome == .failed }) {
+            let request = tasks[Int(task)].request
+            if unresolvedAfter[request] == nil { unresolvedAfter[request] = (ref.id, failed.url) }
+            continue
+          }
           if partial || !reported.insert(ref.mark).inserted { continue }
           var hint = ""
           if smallPlan {

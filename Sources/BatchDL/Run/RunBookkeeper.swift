@@ -107,11 +107,16 @@ final class RunBookkeeper: TransferObserver {
       record(failed(task, TransferFailure(code: .descriptor, message: descriptor.failure ?? "cannot fetch it")))
     }
 
+    let blocked = blockedRequests()
     var actions: [RequestAction] = []
     /// The job of each request (by request index), -1 for none.
     var jobOfRequest = [Int32](repeating: -1, count: plan.requests.count)
     for index in requests {
       let request = plan.requests[Int(index)]
+      if let message = blocked[index] {
+        for task in plan.tasks(of: request) { record(failed(task, TransferFailure(code: .dependency, message: message))) }
+        continue
+      }
       let action: RequestAction
       if let cache = caches.cache(for: request) {
         // Data tasks: the session's HTTP cache and cache.policy decide.
@@ -150,6 +155,32 @@ final class RunBookkeeper: TransferObserver {
     return JobBuilder(
       plan: plan, state: state, redactor: redactor, prior: prior, requests: jobRequests, actions: actions, waits: waits,
       revalidating: revalidating)
+  }
+
+  /// The requests of this run that must fail with `dependency` before anything is sent, and why:
+  /// those waiting for an id a failed document may have listed (`Plan.unresolvedAfter`), and
+  /// whatever waits for them.
+  func blockedRequests() -> [Int32: String] {
+    guard !plan.unresolvedAfter.isEmpty else { return [:] }
+    var blocked: [Int32: String] = [:]
+    for index in requests {
+      guard let missing = plan.unresolvedAfter[index] else { continue }
+      blocked[index] = redactor.text(
+        "after: no task has the id '\(missing.id)', and the Metalink document \(missing.document), which may have listed it, failed"
+      )
+    }
+    // Waiting is transitive: go round until no request joins (each round adds one at least).
+    var changed = true
+    while changed {
+      changed = false
+      for index in requests where blocked[index] == nil {
+        if plan.requests[Int(index)].dependencies.contains(where: { blocked[$0] != nil }) {
+          blocked[index] = "a task it comes after failed (dependency)"
+          changed = true
+        }
+      }
+    }
+    return blocked
   }
 
   /// Records the tasks of the jobs a signal stopped as `cancelled`, with the time they spent.
