@@ -162,8 +162,10 @@ public enum Metalink {
   /// about 8MB), and below the 10MB libxml2 takes in one piece without its "huge" mode.
   public static let maxBytes = 8 << 20
 
-  /// Reads the document at `path`; `display` names it in diagnostics (default: `path`).
-  public static func read(path: String, display: String? = nil) -> MetalinkDocument {
+  /// Reads the document at `path`; `display` names it in diagnostics (default: `path`). A document
+  /// that cannot be read (missing, a FIFO, unreadable) is reported at `named` (the manifest's value
+  /// that names it) when given: the problem is there, not at the document's first line.
+  public static func read(path: String, display: String? = nil, named: SourceMark? = nil) -> MetalinkDocument {
     let name = display ?? path
     do {
       // A FIFO a writer holds open would block every command that plans the manifest.
@@ -178,7 +180,8 @@ public enum Metalink {
         version: nil, files: [],
         diagnostics: [
           Diagnostic(
-            .error, at: SourceMark(file: name, line: 1, column: 1), "cannot read the Metalink document: \(error.reason)"
+            .error, at: named ?? SourceMark(file: name, line: 1, column: 1),
+            "cannot read the Metalink document: \(error.reason)"
           )
         ])
     }

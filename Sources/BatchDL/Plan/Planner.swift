@@ -325,7 +325,7 @@ private struct PlanBuilder {
       descriptors.append(record)
     } else {
       let path = FileAccess.resolve(spec.document, against: manifest.directory)
-      document = Metalink.read(path: path)
+      document = Metalink.read(path: path, named: spec.documentMark)
       if document.version == nil {
         // The user's own file, like a `list:` file: the manifest is invalid.
         diagnostics.append(contentsOf: document.diagnostics)
