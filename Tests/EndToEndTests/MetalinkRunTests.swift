@@ -209,6 +209,37 @@ import Testing
     #expect(fixture.server.requests(for: "/doc.meta4").count == 2)
   }
 
+  @Test func aDocumentWithAHugeETagIsStillKeptAndUsedWhenTheServerFails() throws {
+    // A 90 KB ETag was stored with the copy, whose metadata then could not be read back: the copy
+    // was never used.
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(.version(1, length: Self.length)))
+    let document = Self.document([("a.bin", [fixture.server.url("/a.bin")], nil)])
+    let etag = "\"" + String(repeating: "e", count: 90_000) + "\""
+    fixture.server.route(
+      "/doc.meta4",
+      .sequence([
+        Response(status: 200, headers: ["ETag": etag], body: Array(document.utf8)), Response(status: 500),
+      ]))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          tasks:
+            - metalink: BASE/doc.meta4
+              to: m/
+      """)
+    #expect(try fixture.run().status == 0)
+    #expect(try fixture.descriptorOutcomes() == ["fetched"])
+    let second = try fixture.run()
+    #expect(second.status == 0, "\(second.stderr)")
+    #expect(try fixture.descriptorOutcomes() == ["stored-copy"])
+    let sent = fixture.server.requests(for: "/doc.meta4").last?.headers["if-none-match"]
+    #expect(sent == nil, "a validator that long is not kept")
+  }
+
   @Test func aChangedDescriptorReplacesTheStoredCopy() throws {
     let fixture = try RunFixture()
     fixture.server.route("/a.bin", .file(.version(1, length: Self.length)))

@@ -49,6 +49,8 @@ public enum DescriptorMode: Sendable {
 public enum Descriptors {
   /// The largest document fetched: what `Metalink` reads.
   public static let maxBytes = Metalink.maxBytes
+  /// The longest `ETag` or `Last-Modified` kept with a copy (real ones are well under 100 bytes).
+  static let maxValidatorBytes = 8 << 10
 
   /// The documents `manifest` needs, fetched or read from `state`.
   public static func prepare(_ manifest: Manifest, state: StateFolder, mode: DescriptorMode) -> DescriptorSet {
@@ -307,8 +309,11 @@ private final class DescriptorSink {
     } else if let colon = line.firstIndex(of: ":") {
       let name = line[..<colon].lowercased()
       let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-      if name == "etag", !value.isEmpty { etag = value }
-      if name == "last-modified", !value.isEmpty { lastModified = value }
+      // A validator past the cap is not kept (the copy's metadata must stay readable): the copy is
+      // then fetched whole each time, and still used when a fetch fails.
+      let kept = !value.isEmpty && value.utf8.count <= Descriptors.maxValidatorBytes
+      if name == "etag", kept { etag = value }
+      if name == "last-modified", kept { lastModified = value }
     }
     return bytes.count
   }
