@@ -176,6 +176,33 @@ import Testing
     #expect(fixture.server.requests(for: "/x.bin").isEmpty && fixture.server.requests(for: "/y.bin").isEmpty)
   }
 
+  @Test func aDescriptorServerThatDripsIsGivenOneBudgetForAllItsTries() throws {
+    // A few bytes a second kept each try alive to the whole resource limit, and the fetch went
+    // again up to five times.
+    let fixture = try RunFixture()
+    let document = Self.document([("a.bin", [fixture.server.url("/a.bin")], nil)])
+    fixture.server.route(
+      "/doc.meta4",
+      .file(FileResource(body: Array(document.utf8), trickle: Trickle(chunkBytes: 1, interval: 0.3))))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          timeouts: {request: 2s, resource: 3s}
+          retry: {attempts: 5, backoff: 10ms}
+          tasks:
+            - metalink: BASE/doc.meta4
+              to: m/
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    #expect(try fixture.descriptorOutcomes() == ["failed"])
+    // Tries go on only while the budget of 3s lasts (at most two: the first fails at the idle
+    // limit of 2s, short of 1 KiB a second).
+    #expect(fixture.server.requests(for: "/doc.meta4").count <= 2)
+  }
+
   @Test func aDescriptorNotModifiedUsesTheStoredCopy() throws {
     let fixture = try RunFixture()
     fixture.server.route("/a.bin", .file(.version(1, length: Self.length)))
@@ -359,7 +386,9 @@ import Testing
     let outcome = try fixture.run(environment: secrets)
     #expect(outcome.status == 0, "\(outcome.stderr)")
     #expect(fixture.holds("a.bin", Self.one))
-    #expect(fixture.server.requests(for: "/doc.meta4").count == 1)
+    // Tries go on only while the budget of 3s lasts (at most two: the first fails at the idle
+    // limit of 2s, short of 1 KiB a second).
+    #expect(fixture.server.requests(for: "/doc.meta4").count <= 2)
     let folder = fixture.folder.path + "/.batchdl/descriptors"
     let stored = try FileManager.default.contentsOfDirectory(atPath: folder)
     #expect(stored.count == 2)

@@ -186,21 +186,34 @@ struct DescriptorFetch {
   var tls: TLSSettings
   var httpVersion: HTTPVersion
 
+  /// The whole fetch's budget, every try and pause included: `timeouts.resource`, else 2 minutes,
+  /// and never more than 10 minutes. A server that drips a few bytes a second can hold a fetch no
+  /// longer than this before planning goes on.
+  var budgetMilliseconds: Int {
+    let resource = timeouts.resource.map { Int(clamping: $0.milliseconds) } ?? 120_000
+    return max(1, min(resource, 600_000))
+  }
+
   func run(conditional: DescriptorMeta?) -> Answer {
     let tries = max(1, min(retry.attempts, 5))
+    let deadline = ContinuousClock.now + .milliseconds(budgetMilliseconds)
     var last = Answer.failed("not tried")
     for attempt in 1...tries {
-      let (answer, retryable) = once(conditional: conditional)
+      let left = ContinuousClock.now.duration(to: deadline)
+      let leftMilliseconds = Int(left.components.seconds) * 1000 + Int(left.components.attoseconds / 1_000_000_000_000_000)
+      guard leftMilliseconds > 0 else { break }
+      let (answer, retryable) = once(conditional: conditional, milliseconds: leftMilliseconds)
       last = answer
       guard retryable, attempt < tries else { break }
       let pause = min(max(retry.backoff.milliseconds, 0), 2000) << min(attempt - 1, 4)
-      usleep(useconds_t(min(pause, 2000) * 1000))
+      let wait = min(Int(pause), 2000, max(0, leftMilliseconds - 1))
+      usleep(useconds_t(wait * 1000))
     }
     return last
   }
 
   /// One try: the request and, when batchdl follows redirects itself, its hops (at most 10).
-  private func once(conditional: DescriptorMeta?) -> (Answer, retryable: Bool) {
+  private func once(conditional: DescriptorMeta?, milliseconds: Int) -> (Answer, retryable: Bool) {
     var hop = TransferSpec(
       method: "GET", url: url, headers: headers, body: .none, target: .memory(limit: 0, spill: nil),
       requestTimeout: timeouts.request, resourceTimeout: nil, retry: retry, rateLimit: nil, hostKey: "", hostLimit: 1,
@@ -208,7 +221,7 @@ struct DescriptorFetch {
     hop.originOnlyHeaders = originOnly
     hop.headerOrigin = TransferSpec.origin(of: url)
     for _ in 0...10 {
-      let (answer, retryable, location) = request(hop, conditional: conditional)
+      let (answer, retryable, location) = request(hop, conditional: conditional, milliseconds: milliseconds)
       guard let (status, next) = location else { return (answer, retryable) }
       switch hop.following(next, status: status) {
       case .success(let spec): hop = spec
@@ -219,7 +232,7 @@ struct DescriptorFetch {
   }
 
   private func request(
-    _ spec: TransferSpec, conditional: DescriptorMeta?
+    _ spec: TransferSpec, conditional: DescriptorMeta?, milliseconds: Int
   ) -> (Answer, retryable: Bool, redirect: (status: Int, location: String)?) {
     let sink = DescriptorSink()
     let url = spec.url
@@ -233,11 +246,11 @@ struct DescriptorFetch {
       try easy.setSecurity(url: url, httpVersion: httpVersion, tls: tls, insecure: insecure)
       let idle = max(1, Int(clamping: timeouts.request.milliseconds))
       try easy.set(CURLOPT_CONNECTTIMEOUT_MS, idle)
-      // No byte for the idle limit fails it; the whole fetch gets the task budget, else 10 minutes.
-      try easy.set(CURLOPT_LOW_SPEED_LIMIT, 1)
+      // Less than 1 KiB a second over the idle limit fails a try (a document is at most 8MB);
+      // each try gets what is left of the fetch's budget.
+      try easy.set(CURLOPT_LOW_SPEED_LIMIT, 1024)
       try easy.set(CURLOPT_LOW_SPEED_TIME, max(1, idle / 1000))
-      let total = timeouts.resource.map { Int(clamping: $0.milliseconds) } ?? 600_000
-      try easy.set(CURLOPT_TIMEOUT_MS, max(1, min(total, 600_000)))
+      try easy.set(CURLOPT_TIMEOUT_MS, max(1, milliseconds))
       try easy.set(CURLOPT_ACCEPT_ENCODING, "")
       var lines = spec.headersForURL
       if let etag = conditional?.etag {
