@@ -51,6 +51,50 @@ import Testing
       outcome.stderr.contains("doc.meta4:4:3: warning: file name '../evil.bin' contains '..'"), "\(outcome.stderr)")
   }
 
+  @Test func aClashInsideADocumentFailsOnlyThatFile() throws {
+    // Names 'd' and 'd/e' in a document, or a name another task writes, failed the whole manifest
+    // with exit 2 and nothing sent.
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(.version(1, length: Self.length)))
+    fixture.server.route("/b.bin", .file(.version(2, length: Self.length)))
+    fixture.server.route("/x.bin", .file(.version(2, length: Self.length)))
+    fixture.server.route(
+      "/doc.meta4",
+      .file(
+        FileResource(
+          body: Array(
+            Self.document([
+              ("d", [fixture.server.url("/a.bin")], nil),
+              ("d/e", [fixture.server.url("/b.bin")], nil),
+              ("x.bin", [fixture.server.url("/a.bin")], nil),
+              ("f.bin", [fixture.server.url("/b.bin")], nil),
+            ]).utf8))))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - metalink: BASE/doc.meta4
+            - download: BASE/x.bin
+              to: x.bin
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    #expect(fixture.holds("d", Self.one))
+    #expect(fixture.holds("f.bin", Self.two))
+    #expect(fixture.holds("x.bin", Self.two), "the manifest's own task writes x.bin")
+    // A file left out is a failed entry, named after the document and the name in it.
+    let tasks = try fixture.tasks()
+    for name in ["d/e", "x.bin"] {
+      let failed = tasks[fixture.server.url("/doc.meta4") + "#" + name]
+      #expect(failed?["outcome"] as? String == "failed", "\(name): \(tasks.keys.sorted())")
+      #expect((failed?["error"] as? [String: Any])?["code"] as? String == "conflict", "\(name)")
+    }
+    #expect(tasks["x.bin"]?["outcome"] as? String == "completed")
+    #expect(outcome.stderr.contains("doc.meta4:5:3: warning:"), "\(outcome.stderr)")
+  }
+
   @Test func aDocumentFromTheNetworkNeverWritesBatchdlsOwnFiles() throws {
     // A document served by the network, in a manifest with neither dest nor to:, names the
     // manifest itself, the state database and another file's partial file.

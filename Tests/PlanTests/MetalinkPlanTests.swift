@@ -10,6 +10,50 @@ import Testing
   static let sha = String(repeating: "ab", count: 32)
   static let otherSHA = String(repeating: "cd", count: 32)
 
+  @Test func aDocumentsFileThatClashesIsLeftOutAndTheManifestStaysValid() throws {
+    // Another task's destination or id, a file where another file needs a folder, in either
+    // order: only the document's file is left out, as a refused file that fails with `conflict`.
+    let result = try planned(
+      """
+      version: 1
+      sessions:
+        main:
+          tasks:
+            - download: https://example.org/d
+              to: d/x
+            - metalink: doc.meta4
+            - download: https://example.org/own
+              to: own.bin
+            - download: https://example.org/named
+              to: other.bin
+              id: named.bin
+      """,
+      files: [
+        "doc.meta4": """
+        <metalink xmlns="urn:ietf:params:xml:ns:metalink">
+          <file name="d"><url>https://example.org/1</url></file>
+          <file name="own.bin"><url>https://example.org/2</url></file>
+          <file name="named.bin"><url>https://example.org/3</url></file>
+          <file name="e"><url>https://example.org/4</url></file>
+          <file name="e/f"><url>https://example.org/5</url></file>
+          <file name="fine.bin"><url>https://example.org/6</url></file>
+        </metalink>
+        """
+      ])
+    let plan = result.plan
+    #expect(
+      plan.tasks.map { plan.id(of: $0) } == ["d/x", "e", "fine.bin", "own.bin", "named.bin"], "\(result.warnings)")
+    #expect(
+      plan.refusedFiles.map { plan.text.string($0.task.id) } == [
+        "doc.meta4#d", "doc.meta4#own.bin", "doc.meta4#named.bin", "doc.meta4#e/f",
+      ])
+    #expect(plan.refusedFiles.allSatisfy { $0.code == .conflict && $0.task.request == -1 })
+    #expect(
+      result.warnings.contains {
+        $0.hasPrefix("doc.meta4:3:3: warning: file 'own.bin' is left out: 'own.bin' is also")
+      }, "\(result.warnings)")
+  }
+
   @Test func anUnsafeNameLeavesOnlyItsFileOut() throws {
     let result = try planned(
       """

@@ -108,6 +108,15 @@ public struct PlannedDescriptor: Sendable {
   public var task: PlannedTask?
 }
 
+/// A file of a document that the plan leaves out; see `Plan.refusedFiles`.
+public struct RefusedFile: Sendable {
+  /// Stands for the file in reports: no request (`request == -1`), no destination.
+  public var task: PlannedTask
+  public var code: FailureCode
+  /// Why, masked.
+  public var message: String
+}
+
 /// One request to send: the tasks that share it, in scheduled order.
 public struct PlannedRequest: Sendable {
   public var key: RequestKey
@@ -154,6 +163,11 @@ public struct Plan: Sendable {
   public var expectations: [TaskExpectation] = []
   /// Documents given by URL (`metalink:`), in manifest order.
   public var descriptors: [PlannedDescriptor] = []
+  /// Files of documents that were left out because their destination clashes with another task's
+  /// (the same file, or a file where the other needs a folder): each fails in the run as one task
+  /// with `conflict`, its id the document and the name (`DOCUMENT#NAME`). It has no request and is
+  /// not in `tasks`.
+  public var refusedFiles: [RefusedFile] = []
   /// Requests whose tasks wait (`after:`) for an id no task has, in a plan that a failed document
   /// left without that document's files: the id, and the document that failed. They fail with
   /// `dependency` instead of running, and so does whatever waits for them.

@@ -22,14 +22,24 @@ public struct Planner {
   public func plan(
     _ manifest: Manifest, warnings: [Diagnostic] = [], descriptors: DescriptorSet? = nil, stateFolder: String? = nil
   ) throws(ManifestError) -> Plan {
-    var builder = PlanBuilder(manifest: manifest, maxProblemsPerList: maxProblemsPerList)
-    builder.reserved = ReservedPaths(manifest: manifest, stateFolder: stateFolder)
-    builder.descriptorSet = descriptors
-    builder.partial = warnings.contains { $0.severity == .error }
-    builder.expandAll()
-    builder.checkIDs()
+    var clashes: [DocumentFile: String] = [:]
+    var builder: PlanBuilder
+    // A document's file whose destination clashes with another task's is left out, and the plan
+    // made again without it (taking files out makes no new clash: twice at most).
+    repeat {
+      builder = PlanBuilder(manifest: manifest, maxProblemsPerList: maxProblemsPerList)
+      builder.reserved = ReservedPaths(manifest: manifest, stateFolder: stateFolder)
+      builder.descriptorSet = descriptors
+      builder.partial = warnings.contains { $0.severity == .error }
+      builder.clashingFiles = clashes
+      builder.expandAll()
+      builder.checkIDs()
+      builder.checkFolders()
+      let found = builder.newClashes.filter { clashes[$0.key] == nil }
+      if found.isEmpty { break }
+      clashes.merge(found) { first, _ in first }
+    } while true
     builder.resolveAfter()
-    builder.checkFolders()
     let order = builder.diagnostics.hasErrors ? [] : builder.schedule()
     builder.assignShardKeys()
     var all = Diagnostics()
@@ -41,7 +51,7 @@ public struct Planner {
     return Plan(
       manifest: manifest, text: builder.text, tasks: builder.tasks, requests: builder.requests, order: order,
       hosts: builder.hosts, mergedDuplicates: builder.merged, warnings: all.sorted, expectations: builder.expectations,
-      descriptors: builder.descriptors, unresolvedAfter: builder.unresolvedAfter)
+      descriptors: builder.descriptors, refusedFiles: builder.refusedFiles, unresolvedAfter: builder.unresolvedAfter)
   }
 }
 
@@ -73,6 +83,14 @@ private struct PlanBuilder {
   var afterRefs: [(task: Int32, refs: [TaskReference])] = []
   /// See `Plan.unresolvedAfter`.
   var unresolvedAfter: [Int32: (id: String, document: String)] = [:]
+  /// Documents' files left out of this plan because they clashed in an earlier one, and why.
+  var clashingFiles: [DocumentFile: String] = [:]
+  /// Documents' files found clashing in this plan, and why: the plan is made again without them.
+  var newClashes: [DocumentFile: String] = [:]
+  /// The document's file each task comes from, for tasks listed by a document.
+  var documentFileOfTask: [Int32: DocumentFile] = [:]
+  /// See `Plan.refusedFiles`.
+  var refusedFiles: [RefusedFile] = []
   var resolvedAfter: [Int32: [(task: Int32, ref: TaskReference)]] = [:]
   var merged = 0
   /// The manifest had errors already: some tasks are missing, so unknown ids are expected.
@@ -364,6 +382,20 @@ private struct PlanBuilder {
         diagnostics.warning(file.mark, "file \(file.name) has no usable <url>; this file is left out")
         continue
       }
+      let documentFile = DocumentFile(
+        session: Int32(sessionIndex), entry: Int32(entryIndex), name: Array(file.name.utf8))
+      if let clash = clashingFiles[documentFile] {
+        let message = "file '\(file.name)' is left out: \(clash)"
+        diagnostics.warning(file.mark, message)
+        let shown = redactor.url(spec.document) + "#" + file.name
+        refusedFiles.append(
+          RefusedFile(
+            task: PlannedTask(
+              session: Int32(sessionIndex), entry: Int32(entryIndex), line: 0, kind: .download, request: -1,
+              nextSharing: -1, id: text.append(shown), url: text.append(first.written), to: .none),
+            code: .conflict, message: redactor.text(message)))
+        continue
+      }
       guard
         let destination = resolveDestination(
           session: session, to: PathRules.join(folder, file.name), isFolder: false, url: first.normalized,
@@ -381,8 +413,9 @@ private struct PlanBuilder {
         let task = add(
           context: context, normalized: first.normalized, urlRef: urlRef, toRef: toRef, idRef: toRef, line: 0,
           mark: file.mark,
-          explicitID: false, mirrors: mirrors, content: sha256)
+          explicitID: false, mirrors: mirrors, content: sha256, document: documentFile)
       else { continue }
+      documentFileOfTask[task] = documentFile
       if Int(task) == before {
         let expectation = TaskExpectation(size: file.size, digest: file.digest, pieces: file.pieces)
         if !expectation.isEmpty {
@@ -609,7 +642,8 @@ private struct PlanBuilder {
   /// conflicts with an earlier task (reported unless `quiet`).
   mutating func add(
     context: EntryContext, normalized: NormalizedURL, urlRef: TextRef, toRef: TextRef, idRef: TextRef, line: Int32,
-    mark: SourceMark, explicitID: Bool, quiet: Bool = false, mirrors: [NormalizedURL] = [], content: String? = nil
+    mark: SourceMark, explicitID: Bool, quiet: Bool = false, mirrors: [NormalizedURL] = [], content: String? = nil,
+    document: DocumentFile? = nil
   ) -> Int32? {
     var url = normalized.text
     var authority = normalized.authority
@@ -618,7 +652,7 @@ private struct PlanBuilder {
         add(
           context: context, url: UnsafeRawBufferPointer(url), authority: UnsafeRawBufferPointer(authority),
           urlRef: urlRef, toRef: toRef, idRef: idRef, line: line, mark: mark, explicitID: explicitID, quiet: quiet,
-          mirrors: mirrors, content: content)
+          mirrors: mirrors, content: content, document: document)
       }
     }
   }
@@ -627,7 +661,7 @@ private struct PlanBuilder {
   mutating func add(
     context: EntryContext, url: UnsafeRawBufferPointer, authority: UnsafeRawBufferPointer, urlRef: TextRef,
     toRef: TextRef, idRef: TextRef, line: Int32, mark: SourceMark, explicitID: Bool, quiet: Bool = false,
-    mirrors: [NormalizedURL] = [], content: String? = nil
+    mirrors: [NormalizedURL] = [], content: String? = nil, document: DocumentFile? = nil
   ) -> Int32? {
     var hasher = context.prefix
     hasher.update(bufferPointer: url)
@@ -669,6 +703,17 @@ private struct PlanBuilder {
               "this task repeats the task at \(self.mark(of: previous)) (same request, same destination); it runs once")
           }
           return other
+        }
+        // A document's file never makes the manifest invalid: it is left out (this one, else the
+        // earlier one when that came from a document).
+        if let document {
+          newClashes[document] =
+            "'\(text.string(nameRef))' is also the destination of the task at \(self.mark(of: previous))"
+          return nil
+        }
+        if let earlier = documentFileOfTask[other] {
+          newClashes[earlier] = "'\(text.string(nameRef))' is also the destination of the task at \(mark)"
+          return nil
         }
         lineHadProblem = true
         if !quiet {
@@ -791,6 +836,11 @@ private struct PlanBuilder {
     for (task, mark) in explicitIDs {
       let id = text.string(tasks[Int(task)].id)
       if let other = self.task(withID: id), other != task {
+        if let documentFile = documentFileOfTask[other] {
+          newClashes[documentFile] = "'\(id)' is also the id of the task at \(mark)"
+          namedIDs[id] = task
+          continue
+        }
         diagnostics.error(
           mark,
           "two tasks have the id '\(id)' (also at \(self.mark(of: tasks[Int(other)]))); ids must be unique"
@@ -906,6 +956,16 @@ private struct PlanBuilder {
     }
     for (folder, child) in folders {
       if let owner = task(withDestination: folder) {
+        // A document's file is left out instead (the later one when both come from documents).
+        let documentFile = documentFileOfTask[max(owner, child)] ?? documentFileOfTask[min(owner, child)]
+        if let documentFile {
+          let other = documentFileOfTask[owner] == documentFile ? child : owner
+          newClashes[documentFile] =
+            documentFileOfTask[owner] == documentFile
+            ? "'\(folder)' is a folder for the task at \(mark(of: tasks[Int(other)]))"
+            : "'\(folder)' is a file of the task at \(mark(of: tasks[Int(other)])), not a folder"
+          continue
+        }
         diagnostics.error(
           mark(of: tasks[Int(owner)]),
           "'\(folder)' is a file here but a folder for the task at \(mark(of: tasks[Int(child)])); rename one of them")
@@ -1084,4 +1144,12 @@ extension Session {
     }
     return parts.joined(separator: "\u{1F}")
   }
+}
+
+/// A file of a `metalink:` entry's document: the entry and the name as the document gives it (by
+/// its bytes: NFC and NFD spellings are two files).
+struct DocumentFile: Hashable {
+  var session: Int32
+  var entry: Int32
+  var name: [UInt8]
 }

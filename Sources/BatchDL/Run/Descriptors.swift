@@ -200,7 +200,8 @@ struct DescriptorFetch {
     var last = Answer.failed("not tried")
     for attempt in 1...tries {
       let left = ContinuousClock.now.duration(to: deadline)
-      let leftMilliseconds = Int(left.components.seconds) * 1000 + Int(left.components.attoseconds / 1_000_000_000_000_000)
+      let leftMilliseconds =
+        Int(left.components.seconds) * 1000 + Int(left.components.attoseconds / 1_000_000_000_000_000)
       guard leftMilliseconds > 0 else { break }
       let (answer, retryable) = once(conditional: conditional, milliseconds: leftMilliseconds)
       last = answer

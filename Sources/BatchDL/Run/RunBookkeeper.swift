@@ -100,12 +100,15 @@ final class RunBookkeeper: TransferObserver {
     // entry whose document failed fails here, as one task, with `descriptor`.
     let failedDescriptors = (options.shard?.index ?? 0) == 0 ? plan.descriptors.compactMap(\.task) : []
     if (options.shard?.index ?? 0) == 0 { report.descriptors = plan.descriptors.filter { $0.outcome != .missing } }
-    for task in failedDescriptors { pendingPerSession[Int(task.session), default: 0] += 1 }
+    // So do the files of documents that the plan left out.
+    let refused = (options.shard?.index ?? 0) == 0 ? plan.refusedFiles : []
+    for task in failedDescriptors + refused.map(\.task) { pendingPerSession[Int(task.session), default: 0] += 1 }
     results.reserve(pendingPerSession.values.reduce(0, +))
     for descriptor in plan.descriptors where (options.shard?.index ?? 0) == 0 {
       guard let task = descriptor.task else { continue }
       record(failed(task, TransferFailure(code: .descriptor, message: descriptor.failure ?? "cannot fetch it")))
     }
+    for file in refused { record(failed(file.task, TransferFailure(code: file.code, message: file.message))) }
 
     let blocked = blockedRequests()
     var actions: [RequestAction] = []
@@ -114,7 +117,9 @@ final class RunBookkeeper: TransferObserver {
     for index in requests {
       let request = plan.requests[Int(index)]
       if let message = blocked[index] {
-        for task in plan.tasks(of: request) { record(failed(task, TransferFailure(code: .dependency, message: message))) }
+        for task in plan.tasks(of: request) {
+          record(failed(task, TransferFailure(code: .dependency, message: message)))
+        }
         continue
       }
       let action: RequestAction

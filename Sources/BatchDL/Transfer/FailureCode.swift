@@ -14,13 +14,15 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, CustomStringConve
   /// A document the task's entry depends on (a Metalink document given by URL) could not be
   /// fetched or read.
   case descriptor
+  /// A document's file whose destination another task writes, or needs as a folder.
+  case conflict
 
   /// Every code without a number (`http-NNN` and `curl-N` excepted).
   public static let named: [FailureCode] = [
     .connect, .dns, .timeout, .network, .incomplete, .rangeMismatch, .resumeRestart, .badResponse, .tls,
     .tooManyRedirects, .protocol, .write, .read, .diskFull, .url, .cancelled, .internal, .bodyTooLarge,
     .unsafePath, .dependency, .policy, .checksumMismatch, .sizeMismatch, .state, .cacheMiss, .allSourcesFailed,
-    .descriptor,
+    .descriptor, .conflict,
   ]
 
   public var rawValue: String {
@@ -54,6 +56,7 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, CustomStringConve
     case .cacheMiss: "cache-miss"
     case .allSourcesFailed: "all-sources-failed"
     case .descriptor: "descriptor"
+    case .conflict: "conflict"
     }
   }
 
