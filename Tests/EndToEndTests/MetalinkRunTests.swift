@@ -343,6 +343,31 @@ import Testing
     #expect(meta?.contains("d2") == true, "\(meta ?? "")")
   }
 
+  @Test func aRepublishedDocumentWithANewHashFetchesTheFileAgain() throws {
+    // The same URL, a new <hash>: the file kept from the old document is not the one expected now.
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(.version(1, length: Self.length)))
+    let first = Self.document([("a.bin", [fixture.server.url("/a.bin")], SHA256Digest.hex(Self.one))])
+    let second = Self.document([("a.bin", [fixture.server.url("/a.bin")], SHA256Digest.hex(Self.two))])
+    fixture.server.route("/doc.meta4", .file(FileResource(text: first, etag: .strong("d1"))))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - metalink: BASE/doc.meta4
+      """)
+    #expect(try fixture.run().status == 0)
+    #expect(fixture.holds("a.bin", Self.one))
+    fixture.server.route("/doc.meta4", .file(FileResource(text: second, etag: .strong("d2"))))
+    fixture.server.route("/a.bin", .file(.version(2, length: Self.length)))
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("a.bin", Self.two))
+    #expect(try fixture.tasks()["a.bin"]?["outcome"] as? String == "completed")
+  }
+
   @Test func aWrongSHA256FailsTheFileWithChecksumMismatch() throws {
     let fixture = try RunFixture()
     fixture.server.route("/a.bin", .file(.version(1, length: Self.length)))
