@@ -163,4 +163,66 @@ import Testing
     #expect(exchanges.map(\.bytesSent).reduce(0, +) < Self.length - 1_000_000, "the segments' bytes were kept")
     #expect(fixture.checkpointBytes() == 0)
   }
+
+  /// A download of `seg.bin` in 5 segments with a secret header (batchdl follows redirects itself),
+  /// and `mirrors`.
+  static func secretManifest(mirrors: [String] = []) -> String {
+    """
+    version: 1
+    sessions:
+      s:
+        retry: {attempts: 3, backoff: 10ms}
+        network: {segments: 5, min_segment_size: 256KB, max_connections_per_host: 8}
+        headers: {Authorization: Bearer s3cret}
+        tasks:
+          - download: BASE/seg.bin
+            to: seg.bin
+            mirrors: [\(mirrors.joined(separator: ", "))]
+    """
+  }
+
+  @Test func aSegmentedDownloadBehindARedirectWithASecretResumesAfterAKill() throws {
+    // Resumed segments asked the URL before the redirect, and did not follow: every run after the
+    // kill failed with http-302.
+    let fixture = try RunFixture()
+    fixture.server.route("/seg.bin", .redirect(status: 302, location: "/real/seg.bin"))
+    fixture.server.route("/real/seg.bin", .file(Self.capped(400_000)))
+    fixture.manifest(Self.secretManifest())
+    let status = try fixture.interrupt(signal: SIGKILL, after: 300_000)
+    #expect(status != 0)
+    #expect(!fixture.folder.exists("seg.bin"))
+    fixture.server.route("/real/seg.bin", .file(.version(1, length: Self.length)))
+    fixture.server.clearLog()
+    let result = try fixture.run()
+    #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    #expect(fixture.holds("seg.bin", Self.body))
+    let ranged = fixture.server.exchanges(for: "/real/seg.bin").filter { $0.range != nil }
+    #expect(!ranged.isEmpty)
+  }
+
+  @Test func aMirrorThatRedirectsServesSegmentsWithASecret() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/seg.bin", .file(Self.capped()))
+    fixture.server.route("/m/seg.bin", .redirect(status: 302, location: "/m/real/seg.bin"))
+    fixture.server.route("/m/real/seg.bin", .file(Self.capped()))
+    fixture.manifest(Self.secretManifest(mirrors: ["BASE/m/seg.bin"]))
+    let result = try fixture.run()
+    #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    #expect(fixture.holds("seg.bin", Self.body))
+    let mirrored = fixture.server.exchanges(for: "/m/real/seg.bin").filter { $0.status == 206 }
+    #expect(!mirrored.isEmpty, "the mirror's pieces go where it redirects")
+  }
+
+  @Test(arguments: [400, 401, 403])
+  func aMirrorThatRefusesRangesIsSetAsideWhileTheFirstSourceServes(status: Int) throws {
+    // A mirror answering 4xx to a range failed the whole task while the first source was healthy.
+    let fixture = try RunFixture()
+    fixture.server.route("/seg.bin", .file(Self.capped()))
+    fixture.server.route("/m/seg.bin", .status(status))
+    fixture.manifest(Self.secretManifest(mirrors: ["BASE/m/seg.bin"]))
+    let result = try fixture.run()
+    #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    #expect(fixture.holds("seg.bin", Self.body))
+    #expect(!fixture.server.requests(for: "/m/seg.bin").isEmpty, "the mirror was asked")
+  }
 }

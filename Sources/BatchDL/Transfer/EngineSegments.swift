@@ -179,7 +179,21 @@ extension Engine {
     jobs[job].transferred += transfer.bodyBytesReceived
     received(transfer.bodyBytesReceived, built, download, source)
     var failure: TransferFailure?
-    if transfer.answeredWhole {
+    if code == CURLE_OK, !cancelled.isSet, let location = transfer.redirect {
+      // A source that redirects (followed here when the request carries secret headers): its
+      // pieces go where it points, by the rule of every other hop (TransferSpec.following).
+      download.sources[source].redirects += 1
+      switch transfer.spec.following(location, status: transfer.head.status) {
+      case .success(let next) where next.method == transfer.spec.method && download.sources[source].redirects <= 10:
+        download.sources[source].url = next.url
+        fillPieces(job, now: Self.now())
+        return
+      case .success:
+        failure = TransferFailure(code: .tooManyRedirects, message: "more than 10 redirects")
+      case .failure(let problem):
+        failure = problem
+      }
+    } else if transfer.answeredWhole {
       guard source != 0 else {
         fallBackToOneStream(job, download)
         return
@@ -213,7 +227,11 @@ extension Engine {
         dropSource(job, download, source, failure: nil, now: now)
         return
       }
-      if SourceList.isSourceFailure(failure), download.hasOtherSource(than: source), !cancelled.isSet {
+      // A mirror is set aside on any failure while another source serves (a 401 or 403 to a range
+      // is that mirror's own): only the first source's failures can fail the download.
+      if SourceList.isSourceFailure(failure) || source != 0, download.hasOtherSource(than: source),
+        !cancelled.isSet
+      {
         // Another source takes the piece at once; this one is set aside.
         dropSource(job, download, source, failure: failure, now: now)
         return

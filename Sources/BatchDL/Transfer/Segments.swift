@@ -48,6 +48,8 @@ struct PieceSource {
   var running = 0
   /// It failed, or answered ranges with the whole file or other bytes: no more pieces from it.
   var dropped = false
+  /// Redirects followed from it (by batchdl, for a request with secret headers): at most 10.
+  var redirects = 0
 }
 
 /// A download fetched as ranges of one partial file at once (docs/sources.md, "Segments"): the
