@@ -17,7 +17,7 @@ import Testing
 
   /// A Metalink 4 document for `f.bin` with its sources in order, piece digests of 256 KiB, and
   /// the whole file's SHA-256 unless `whole` is false.
-  static func document(urls: [String], whole: Bool = true) -> String {
+  static func document(urls: [String], whole: Bool = true, pieceLength: Int = Self.pieceLength) -> String {
     let bytes = body
     var pieces = ""
     for start in stride(from: 0, to: bytes.count, by: pieceLength) {
@@ -92,6 +92,23 @@ import Testing
     #expect(exchanges.map(\.range) == [nil, "bytes=786432-1048575"])
   }
 
+  @Test func badPiecesNearEachOtherAreAskedAgainAsOneRange() throws {
+    // Each bad piece was a request of its own, in every round of repairs.
+    let fixture = try RunFixture()
+    let small = 16 << 10
+    var file = FileResource.version(1, length: Self.length)
+    file.corruptions = [0, 2, 4, 6].map { Corruption(bytes: ($0 * small + 100)...($0 * small + 109), times: 1) }
+    fixture.server.route("/a.bin", .file(file))
+    fixture.folder.write(
+      "doc.meta4", Self.document(urls: [fixture.server.url("/a.bin")], whole: false, pieceLength: small))
+    fixture.manifest(Self.manifest())
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("m/f.bin", Self.body))
+    let exchanges = fixture.server.exchanges(for: "/a.bin")
+    #expect(exchanges.map(\.range) == [nil, "bytes=0-\(7 * small - 1)"])
+  }
+
   @Test func piecesThatKeepFailingFailTheTaskAndLeaveNothingAtTo() throws {
     let fixture = try RunFixture()
     fixture.server.route("/a.bin", .file(Self.corrupt(Self.inPieceThree)))
@@ -150,6 +167,31 @@ import Testing
 }
 
 extension PieceTests {
+  /// Mirror A sends the even pieces bad, mirror B the odd ones: each was asked again for pieces it
+  /// had sent bad (until the repairs ran out: checksum-mismatch); each bad piece now goes to a
+  /// source that did not send it.
+  @Test func aSegmentedRepairAsksEachBadPieceFromASourceThatDidNotSendIt() throws {
+    let fixture = try RunFixture()
+    var first = FileResource.version(1, length: Self.length, rateLimit: 4_000_000)
+    first.corruptions = stride(from: 1000, to: Self.length, by: 2 * Self.pieceLength).map {
+      Corruption(bytes: $0...($0 + 9))
+    }
+    var second = FileResource.version(1, length: Self.length, rateLimit: 4_000_000)
+    second.corruptions = stride(from: Self.pieceLength + 1000, to: Self.length, by: 2 * Self.pieceLength).map {
+      Corruption(bytes: $0...($0 + 9))
+    }
+    fixture.server.route("/a.bin", .file(first))
+    fixture.server.route("/b.bin", .file(second))
+    fixture.folder.write(
+      "doc.meta4", Self.document(urls: [fixture.server.url("/a.bin"), fixture.server.url("/b.bin")]))
+    fixture.manifest(Self.manifest(segments: 4))
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("m/f.bin", Self.body))
+    let failed = fixture.events().filter { $0["event"] as? String == "pieces_failed" }
+    #expect(failed.count == 1, "one round of repairs: \(failed)")
+  }
+
   /// The mirror asked for the bad piece ignores `Range` and sends its whole file: nothing of it is
   /// written at the piece's offset; the download goes on as one stream and ends byte-identical.
   @Test func aRepairRangeAnsweredWithTheWholeFileIsNeverWrittenAtThePiece() throws {

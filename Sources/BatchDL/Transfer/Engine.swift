@@ -156,6 +156,9 @@ public final class Engine {
     /// The pieces that failed are being fetched again: the rest of the file is kept as extents,
     /// whatever `segmentsOff` says.
     var repairing = false
+    /// While repairing: the bad ranges, each with the sources (indices in `sources`) that sent
+    /// bytes of it; a range goes to another source when one has room.
+    var repairBlame: [(extent: ByteExtent, sources: Set<Int>)] = []
 
     init(_ job: consuming TransferJob) {
       sources =

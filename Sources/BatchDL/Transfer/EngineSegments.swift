@@ -93,6 +93,7 @@ extension Engine {
     addSources(
       download, built, hostKey: built.spec.hostKey, etag: validator.hasPrefix("\"") ? validator : nil,
       repair: built.repairing)
+    if built.repairing { download.blame = built.repairBlame }
     download.planGaps()
     segmented[job] = download
     if download.isComplete {
@@ -124,7 +125,17 @@ extension Engine {
       } else {
         break
       }
-      startPiece(job, piece, download, built, source: source, now: now)
+      var from = source
+      if !download.blame.isEmpty {
+        // A bad range goes to a source that did not send it, when one has room.
+        let blamed = download.blamed(for: piece)
+        if let index = download.sources[source].listIndex, blamed.contains(index),
+          let other = download.pickSource(room: { self.hostActive[$0, default: 0] < hostLimit }, avoiding: blamed)
+        {
+          from = other
+        }
+      }
+      startPiece(job, piece, download, built, source: from, now: now)
       if segmented[job] == nil { return }
     }
   }

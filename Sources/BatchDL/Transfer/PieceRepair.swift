@@ -23,6 +23,9 @@ extension Engine {
   /// other than the one that sent them when one is left (that one is set aside); the pieces that
   /// passed stay on disk as extents and are not asked again. `validator` is the one a checkpoint
   /// of the repair records.
+  /// Bad pieces this close (bytes) are asked again as one range.
+  static let repairJoin: Int64 = 64 << 10
+
   func checkPieces(_ job: Int, _ result: TransferResult, writers: [PieceWriter], validator: String) -> PieceVerdict {
     let built = built(job)
     guard let digests = built.spec.pieces, !cancelled.isSet,
@@ -53,14 +56,26 @@ extension Engine {
           attempts: jobs[job].attempts))
     }
     guard !bad.isEmpty else { return .verified }
-    let extents = bad.map { digests.extent(of: $0, total: result.size) }
+    // Each bad piece with the sources that sent bytes of it; pieces near each other that the same
+    // sources sent are one range: a few good bytes again cost less than a request each (a document
+    // of 1-byte pieces made thousands).
+    var blame: [(extent: ByteExtent, sources: Set<Int>)] = []
+    for piece in bad {
+      let extent = digests.extent(of: piece, total: result.size)
+      let sources = Set(
+        writers.filter { $0.extent.start < extent.end && extent.start < $0.extent.end }.compactMap(\.source))
+      if let last = blame.last, last.sources == sources, extent.start - last.extent.end < Self.repairJoin {
+        blame[blame.count - 1].extent.end = extent.end
+      } else {
+        blame.append((extent, sources))
+      }
+    }
+    let extents = blame.map(\.extent)
     var failure = TransferFailure(
       code: .checksumMismatch,
       message: "\(digests.describe(bad)) do not match their \(digests.algorithm.rawValue) digests",
       attempts: jobs[job].attempts)
-    let blamed = Set(
-      writers.filter { writer in extents.contains { $0.start < writer.extent.end && writer.extent.start < $0.end } }
-        .compactMap(\.source))
+    let blamed = blame.reduce(into: Set<Int>()) { $0.formUnion($1.sources) }
     let sources = built.sources
     observer?.transferPiecesFailed(
       job, pieces: bad, urls: blamed.sorted().compactMap { sources?.sources[$0].url }, message: failure.message)
@@ -86,6 +101,7 @@ extension Engine {
     built.spec.resume = TransferSpec.Resume(
       offset: kept.first.map { $0.start == 0 ? $0.end : 0 } ?? 0, validator: validator, total: result.size)
     built.repairing = true
+    built.repairBlame = blame
     requeue(job)
     return .repairing
   }

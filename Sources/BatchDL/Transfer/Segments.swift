@@ -177,12 +177,23 @@ final class SegmentedDownload {
 
   /// The source for the next piece: of those not dropped whose host has room (`room`), the one
   /// with the fewest pieces running; earlier sources first on a tie.
-  func pickSource(room: (String) -> Bool) -> Int? {
+  func pickSource(room: (String) -> Bool, avoiding: Set<Int> = []) -> Int? {
     var best: Int?
     for index in sources.indices where !sources[index].dropped && room(sources[index].hostKey) {
+      if let listIndex = sources[index].listIndex, avoiding.contains(listIndex) { continue }
       if best.map({ sources[index].running < sources[$0].running }) ?? true { best = index }
     }
     return best
+  }
+
+  /// While repairing: the bad ranges and the sources (list indices) that sent them bad.
+  var blame: [(extent: ByteExtent, sources: Set<Int>)] = []
+
+  /// The sources (list indices) that sent bad bytes of `piece`'s range.
+  func blamed(for piece: Piece) -> Set<Int> {
+    blame.reduce(into: Set<Int>()) { set, item in
+      if item.extent.start < piece.end && piece.next < item.extent.end { set.formUnion(item.sources) }
+    }
   }
 
   /// Whether a source other than `index` may still serve pieces.
