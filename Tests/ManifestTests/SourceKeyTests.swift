@@ -90,13 +90,58 @@ import Testing
         Expected("7:13", "mirror: only http and https URLs are allowed, not ftp:"),
         Expected("8:13", "'m.example.net/a.iso' is not a URL"),
         Expected("9:13", "mirror: the URL contains spaces"),
-        Expected("10:13", "mirror must be a string, found a mapping"),
+        Expected("10:19", "'x' is not a URL"),
         Expected("12:18", "mirrors must be a list of URLs, found a mapping"),
       ])
     let masked = ManifestFixture.problems(
       "version: 1\nsessions:\n  main:\n    tasks:\n      - download: https://e.org/a\n        mirrors: [\"https://u:secret@x/a b\", \"ftp://u:secret@x/\", \"https://u:secret@/\"]\n"
     )
     #expect(masked.count == 3 && !render(masked).contains("secret"), "\(masked)")
+  }
+
+  @Test func aMirrorMayHaveHeadersOfItsOwn() throws {
+    let manifest = try load(
+      """
+      version: 1
+      sessions:
+        main:
+          tasks:
+            - download: https://example.org/a.iso
+              mirrors:
+                - url: https://m1.example.net/a.iso
+                  headers: {Authorization: "Bearer ${MIRROR}", X-Plain: yes}
+                - https://m2.example.net/a.iso
+      """, environment: ["MIRROR": "m1-token"])
+    let spec = try #require(manifest.session("main")?.specs.first)
+    #expect(spec.mirrors.map(\.url) == ["https://m1.example.net/a.iso", "https://m2.example.net/a.iso"])
+    #expect(
+      spec.mirrors.first?.headers.map { "\($0.name): \($0.value)" } == [
+        "Authorization: Bearer m1-token", "X-Plain: yes",
+      ])
+    #expect(spec.mirrors.last?.headers.isEmpty == true)
+    #expect(manifest.secrets.contains(Secret(name: "MIRROR", value: "m1-token")))
+  }
+
+  @Test func aMirrorMappingIsCheckedKeyByKey() {
+    expectProblems(
+      """
+      version: 1
+      sessions:
+        main:
+          tasks:
+            - download: https://example.org/a.iso
+              mirrors:
+                - {headers: {X-A: b}}
+                - {url: "https://m.example.net/a.iso", header: {X-A: b}}
+                - {url: "https://n.example.net/a.iso", headers: [x]}
+                - {url: "https://o.example.net/a.iso", headers: {"X A": b}}
+      """,
+      [
+        Expected("7:13", "a mirror given as a mapping needs 'url:'"),
+        Expected("8:50", "unknown key 'header' in a mirror; did you mean 'headers'?"),
+        Expected("9:59", "headers must be a mapping (key: value lines), found a list"),
+        Expected("10:60", "'X A' is not a valid header name (letters, digits and !#$%&'*+-.^_`|~)"),
+      ])
   }
 
   @Test func mirrorsAndSegmentsApplyToDownloadsOnly() {

@@ -34,4 +34,68 @@ import Testing
     #expect(sent.contains("Authorization: Bearer s3cret") == withSecrets, "\(url)")
     #expect(sent.contains("X-Api-Key: k3y") == withSecrets, "\(url)")
   }
+
+  /// How a request's URL arrived, and the spec each path makes for it.
+  enum Arrival: String, CaseIterable, Sendable {
+    /// The task's URL as the manifest names it.
+    case manifest
+    /// A mirror on another origin, without headers of its own.
+    case mirror
+    /// A mirror on another origin with its own `Authorization`.
+    case mirrorWithOwnHeaders
+    /// A mirror on the task's origin.
+    case sameOriginMirror
+    /// A file a Metalink document fetched from `https://doc.example` lists at the task's host.
+    case documentSource
+    /// A redirect from the task's URL to another origin, and one within it.
+    case redirectElsewhere
+    case redirectWithin
+  }
+
+  /// The secret given for `https://a.example` (`Authorization: Bearer s3cret`), by the path the
+  /// request's URL arrived on: what it sends.
+  @Test(arguments: Arrival.allCases)
+  func theOriginRuleOnEveryPath(arrival: Arrival) throws {
+    var spec = Self.spec(url: "https://a.example/f", origin: "https://a.example")
+    var expected = "Authorization: Bearer s3cret"
+    var secretGoes = true
+    switch arrival {
+    case .manifest:
+      break
+    case .mirror:
+      spec.url = "https://m.example/f"
+      secretGoes = false
+    case .mirrorWithOwnHeaders:
+      spec.url = "https://m.example/f"
+      spec.sourceHeaders = ["Authorization: Bearer m1rror"]
+      expected = "Authorization: Bearer m1rror"
+    case .sameOriginMirror:
+      spec.url = "https://a.example/mirror/f"
+    case .documentSource:
+      spec.headerOrigin = "https://doc.example"
+      secretGoes = false
+    case .redirectElsewhere:
+      spec = try spec.following("https://b.example/f", status: 302).get()
+      secretGoes = false
+    case .redirectWithin:
+      spec = try spec.following("https://a.example/g", status: 302).get()
+    }
+    let sent = spec.headersForURL
+    #expect(sent.contains("Accept: */*"))
+    #expect(sent.filter { $0.hasPrefix("Authorization:") } == (secretGoes ? [expected] : []), "\(sent)")
+    // The task origin's other secret goes only where that origin is asked.
+    let atOrigin: [Arrival] = [.manifest, .sameOriginMirror, .redirectWithin]
+    #expect(sent.contains("X-Api-Key: k3y") == atOrigin.contains(arrival))
+  }
+
+  /// A mirror's own secret goes with a redirect within its origin, and not beyond.
+  @Test func aMirrorsOwnSecretStaysWithItsOrigin() throws {
+    var spec = Self.spec(url: "https://m.example/f", origin: "https://a.example")
+    spec.sourceHeaders = ["Authorization: Bearer m1rror", "X-Mirror: yes"]
+    let within = try spec.following("https://m.example/g", status: 302).get()
+    #expect(within.headersForURL.contains("Authorization: Bearer m1rror"))
+    let beyond = try spec.following("https://b.example/g", status: 302).get()
+    #expect(!beyond.headersForURL.contains { $0.hasPrefix("Authorization:") }, "\(beyond.headersForURL)")
+    #expect(beyond.headersForURL.contains("X-Mirror: yes"), "a header that is not secret still goes")
+  }
 }

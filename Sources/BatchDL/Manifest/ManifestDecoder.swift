@@ -779,7 +779,21 @@ struct ManifestDecoder {
     let own = Metalink.normalizer.withLock { $0.normalize(taskURL) }
     if case .success(let normalized) = own { seen[normalized.text] = SourceMark(file: file, line: 0, column: 0) }
     var result: [MirrorURL] = []
-    for item in urlItems(node) {
+    for entry in urlItems(node) {
+      // A mirror is a URL, or `{url: URL, headers: {...}}` with headers of its own.
+      var item = entry
+      var own: [Header] = []
+      if case .mapping(let entries) = entry.content {
+        checkKeys(entries, known: ["url", "headers"], in: "a mirror")
+        guard let urlNode = entries.first(where: { $0.key.scalar == "url" })?.value else {
+          diagnostics.error(entry.mark, "a mirror given as a mapping needs 'url:'")
+          continue
+        }
+        item = urlNode
+        if let headersNode = entries.first(where: { $0.key.scalar == "headers" })?.value {
+          own = headers(headersNode)
+        }
+      }
       guard let (url, normalized) = checkedURL(item, what: "mirror") else { continue }
       if let first = seen[normalized] {
         let shown = Redactor.stripUserInfo(url)
@@ -791,7 +805,7 @@ struct ManifestDecoder {
         continue
       }
       seen[normalized] = item.mark
-      result.append(MirrorURL(url: url, mark: item.mark))
+      result.append(MirrorURL(url: url, mark: item.mark, headers: own))
     }
     return result
   }

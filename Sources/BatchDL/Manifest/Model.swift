@@ -363,14 +363,18 @@ public struct TaskSpec: Sendable {
   public var segments: Int?
 }
 
-/// One URL of a task's `mirrors:` list, after `${VAR}` expansion.
+/// One URL of a task's `mirrors:` list, after `${VAR}` expansion, with the headers the manifest
+/// gives that mirror alone (`{url: ..., headers: {...}}`): they go to its origin only, beside the
+/// session's and the task's (those of another origin without their secrets).
 public struct MirrorURL: Hashable, Sendable {
   public var url: String
   public var mark: SourceMark
+  public var headers: [Header] = []
 
-  public init(url: String, mark: SourceMark) {
+  public init(url: String, mark: SourceMark, headers: [Header] = []) {
     self.url = url
     self.mark = mark
+    self.headers = headers
   }
 }
 

@@ -114,9 +114,14 @@ final class JobBuilder: TransferJobSource {
     var spec = sessionSpecs[Int(request.session)]
     let tasks = plan.tasks(of: request)
     var entryHeaders: [Header] = []
+    /// Mirrors' own headers, by normalized URL.
+    var mirrorHeaders: [String: [Header]] = [:]
     switch plan.entry(of: tasks.firstTask) {
     case .task(let task):
       entryHeaders = task.headers
+      for mirror in task.mirrors where !mirror.headers.isEmpty {
+        if let url = try? mirrorNormalizer.normalize(mirror.url).get() { mirrorHeaders[url.text] = mirror.headers }
+      }
       if let text = task.body {
         spec.body = .bytes(Array(text.utf8))
       } else if let file = task.bodyFile ?? task.from {
@@ -130,6 +135,8 @@ final class JobBuilder: TransferJobSource {
     if !entryHeaders.isEmpty {
       setHeaders(plan.session(of: request).headers.merged(with: entryHeaders), of: &spec)
     }
+    // A mirror's own headers are secrets of its origin when they are secrets at all.
+    for headers in mirrorHeaders.values { spec.originOnlyHeaders.formUnion(redactor.originOnly(headers)) }
     let target: TransferSpec.Target
     let ownerTask = plan.owner(of: request)
     if let task = ownerTask, let path = plan.absoluteDestination(of: task) {
@@ -163,7 +170,9 @@ final class JobBuilder: TransferJobSource {
         let url = plan.text.string(ref)
         let host =
           URLNormalizer.alreadyNormal(url)?.authority ?? (try? mirrorNormalizer.normalize(url).get())?.authority
-        return TransferSource(url: url, hostKey: host ?? url)
+        return TransferSource(
+          url: url, hostKey: host ?? url,
+          headers: mirrorHeaders[url]?.map { "\($0.name): \($0.value)" } ?? [])
       }
     }
     // A source whose bytes disagree with what the owner task expects is set aside; pieces are

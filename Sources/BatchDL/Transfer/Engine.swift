@@ -680,6 +680,7 @@ public final class Engine {
     built.spec.conditional = nil
     built.spec.url = next.url
     built.spec.hostKey = next.hostKey
+    built.spec.sourceHeaders = next.headers
     requeue(job)
   }
 

@@ -62,6 +62,7 @@ extension Engine {
   ) {
     if let pieces = built.spec.pieces, pieces.fits(total: download.total) { download.alignment = pieces.length }
     download.sources[0].hostKey = hostKey
+    download.sources[0].headers = built.spec.sourceHeaders
     download.sources[0].listIndex = built.sources?.current
     if repair { download.sources[0].validator = "" }
     guard let list = built.sources else { return }
@@ -70,7 +71,8 @@ extension Engine {
     for index in list.healthy where index != list.current {
       let source = list.sources[index]
       download.sources.append(
-        PieceSource(url: source.url, hostKey: source.hostKey, validator: validator, listIndex: index))
+        PieceSource(
+          url: source.url, hostKey: source.hostKey, validator: validator, headers: source.headers, listIndex: index))
     }
   }
 
@@ -147,6 +149,7 @@ extension Engine {
     let from = download.sources[source]
     spec.url = from.url
     spec.hostKey = from.hostKey
+    spec.sourceHeaders = from.headers
     spec.resume = .init(offset: piece.next, validator: from.validator, total: download.total)
     spec.rangeEnd = piece.end - 1
     spec.conditional = nil
@@ -197,6 +200,7 @@ extension Engine {
       switch transfer.spec.following(location, status: transfer.head.status) {
       case .success(let next) where next.method == transfer.spec.method && download.sources[source].redirects <= 10:
         download.sources[source].url = next.url
+        download.sources[source].headers = next.sourceHeaders
         fillPieces(job, now: Self.now())
         return
       case .success:

@@ -93,6 +93,7 @@ extension Engine {
       let next = sources.sources[sources.current]
       built.spec.url = next.url
       built.spec.hostKey = next.hostKey
+      built.spec.sourceHeaders = next.headers
     }
     let kept = ByteExtent.gaps(in: ByteExtent(start: 0, end: result.size), besides: extents)
     built.spec.extents = kept

@@ -15,15 +15,27 @@ extension TransferSpec {
   /// for, and none of `originOnlyHeaders` anywhere else. The one rule for every path: a first
   /// request, a resume, a retry, a segment, a mirror, a repair, a source a document names.
   var headersForURL: [String] {
+    let given = headersForOrigin
+    guard !sourceHeaders.isEmpty else { return given }
+    // The source's own headers (a mirror's `headers:`) replace the ones of the same name.
+    let names = Set(sourceHeaders.map(Self.headerName))
+    return given.filter { !names.contains(Self.headerName($0)) } + sourceHeaders
+  }
+
+  /// The session's and the task's headers this URL gets: all at their origin, else without
+  /// `originOnlyHeaders`.
+  private var headersForOrigin: [String] {
     guard !originOnlyHeaders.isEmpty, let origin = headerOrigin else { return headers }
     // A planned URL is in normal form: at its own origin it starts with it, told without parsing.
     let sameOrigin =
       url.utf8.starts(with: origin.utf8) && url.utf8.dropFirst(origin.utf8.count).first == UInt8(ascii: "/")
     guard !sameOrigin, Self.origin(of: url) != origin else { return headers }
-    return headers.filter { line in
-      let name = line.split(separator: ":", maxSplits: 1).first.map { $0.lowercased() } ?? ""
-      return !originOnlyHeaders.contains(name.trimmingSpaces)
-    }
+    return headers.filter { !originOnlyHeaders.contains(Self.headerName($0)) }
+  }
+
+  /// The lower-cased name of a header line.
+  static func headerName(_ line: String) -> String {
+    (line.split(separator: ":", maxSplits: 1).first.map { $0.lowercased() } ?? "").trimmingSpaces
   }
 
   /// The request for the next hop of a redirect with `status` to `location` (absolute, as libcurl
@@ -43,10 +55,8 @@ extension TransferSpec {
     spec.url = location
     let current = try? normalizer.normalize(url).get()
     if current?.scheme != next.scheme || current?.authority != next.authority {
-      spec.headers.removeAll { line in
-        let name = line.split(separator: ":", maxSplits: 1).first.map { $0.lowercased() } ?? ""
-        return originOnlyHeaders.contains(name)
-      }
+      spec.headers.removeAll { originOnlyHeaders.contains(Self.headerName($0)) }
+      spec.sourceHeaders.removeAll { originOnlyHeaders.contains(Self.headerName($0)) }
     } else if let userInfo = Redactor.userInfo(of: url), Redactor.userInfo(of: location) == nil,
       let schemeEnd = location.range(of: "://")
     {

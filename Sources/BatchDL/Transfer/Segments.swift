@@ -42,6 +42,8 @@ struct PieceSource {
   var url: String
   var hostKey: String
   var validator: String
+  /// The source's own header lines (`TransferSpec.sourceHeaders`).
+  var headers: [String] = []
   /// Its index in the job's `SourceList`, when the job has mirrors.
   var listIndex: Int?
   /// Pieces it fetches now.

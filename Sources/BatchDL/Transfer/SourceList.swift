@@ -5,10 +5,13 @@ import Crypto
 public struct TransferSource: Sendable, Equatable {
   public var url: String
   public var hostKey: String
+  /// Header lines the manifest gives this source alone (`mirrors: [{url, headers}]`).
+  public var headers: [String]
 
-  public init(url: String, hostKey: String) {
+  public init(url: String, hostKey: String, headers: [String] = []) {
     self.url = url
     self.hostKey = hostKey
+    self.headers = headers
   }
 }
 

@@ -127,6 +127,10 @@ public struct TransferSpec: Sendable {
   /// goes without them. The job builder sets it for every request with such headers; nil (a spec
   /// made elsewhere) leaves them to `following`, which drops them when a redirect leaves the origin.
   public var headerOrigin: String?
+  /// Header lines of the source in use alone (a mirror's own `headers:`): sent to it beside the
+  /// others, replacing those of the same name; secret ones are dropped by a redirect that leaves
+  /// its origin.
+  public var sourceHeaders: [String] = []
   /// Other URLs serving the same bytes, tried in order when the source in use fails (`mirrors:`).
   public var mirrors: [TransferSource] = []
   /// What the body must be (`size:`, `sha256:` of a download with mirrors): a source whose bytes
