@@ -589,6 +589,17 @@ final class RunBookkeeper: TransferObserver {
       recorder.remember(task, outcome, request: request, head: result.head, written: written, at: path)
     }
     let described = describesTasks
+    // The bytes placed are the bytes checked: the partial file must still be the one written and
+    // hashed, unchanged. One put there meanwhile is not batchdl's: it is left as it is.
+    if let source = result.file, let identity = result.fileIdentity, FileIdentity(path: source) != identity {
+      let failure = TransferFailure(
+        code: .write,
+        message:
+          "the partial file was replaced or changed after its bytes were checked (another process writing the same destination?); nothing was placed",
+        attempts: result.attempts)
+      for task in tasks { record(task, failed(task, failure, status: result.head.status)) }
+      return
+    }
     for (index, task) in tasks.enumerated() {
       var outcome = base(task, described: described)
       outcome.status = result.head.status

@@ -44,6 +44,9 @@ final class FileSink: BodySink, @unchecked Sendable {
   /// A held body (nil once the file exists).
   private var held: [UInt8]?
   private static let holdLimit = 64 << 10
+  /// The partial file's identity, asked once its bytes are written (after `finish`); nil while the
+  /// body is held in memory.
+  var identity: FileIdentity? { descriptor >= 0 ? FileIdentity(descriptor: descriptor) : nil }
   /// Made when the body goes to the file (a held body is hashed by whoever takes it), on whichever
   /// thread hashes first: the engine's, or the hashing queue's once there is one.
   private lazy var hasher = SHA256()

@@ -397,6 +397,7 @@ extension Engine {
       head: download.head ?? ResponseHead(), size: download.total, sha256: sha256, file: download.path, body: nil,
       becameDownload: false, attempts: jobs[job].attempts, effectiveURL: download.url,
       resumedFrom: download.keptPrefix)
+    result.fileIdentity = FileIdentity(descriptor: download.descriptor)
     result.transferred = jobs[job].transferred
     if let list = built.sources {
       result.sources = list.used(all: download.started > 1)

@@ -484,17 +484,29 @@ final class Transfer {
       }
       var file: String?
       var body: [UInt8]?
+      var identity: FileIdentity?
       if let fileSink = sink as? FileSink {
         // A small body stayed in memory: the run writes it into place.
-        if let held = fileSink.heldBody { body = held } else { file = fileSink.path }
+        if let held = fileSink.heldBody {
+          body = held
+        } else {
+          file = fileSink.path
+          identity = fileSink.identity
+        }
       } else if let memory = sink as? MemorySink {
-        if let spilled = memory.spilled { file = spilled.path } else { body = memory.body }
+        if let spilled = memory.spilled {
+          file = spilled.path
+          identity = spilled.identity
+        } else {
+          body = memory.body
+        }
       }
-      return .success(
-        TransferResult(
-          head: head, size: size, sha256: sha256, file: file, body: body, becameDownload: becameDownload,
-          attempts: attempts, effectiveURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? spec.url,
-          resumedFrom: resumedFrom, transferred: transferred))
+      var result = TransferResult(
+        head: head, size: size, sha256: sha256, file: file, body: body, becameDownload: becameDownload,
+        attempts: attempts, effectiveURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? spec.url,
+        resumedFrom: resumedFrom, transferred: transferred)
+      result.fileIdentity = identity
+      return .success(result)
     }
   }
 }

@@ -220,6 +220,9 @@ public struct TransferResult: Sendable {
   public var sha256: String
   /// The partial file holding the body, when it went to a file.
   public var file: String?
+  /// The identity of `file` once its bytes were written and hashed: it is placed only if its path
+  /// still names that file, unchanged.
+  public var fileIdentity: FileIdentity?
   /// The body, when it stayed in memory.
   public var body: [UInt8]?
   public var becameDownload: Bool
