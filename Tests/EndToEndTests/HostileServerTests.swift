@@ -314,7 +314,7 @@ import Testing
     let body = FileResource.versionBytes(1, length: length)
     fixture.server.route(
       "/r.bin",
-      .file(FileResource(body: body, etag: .strong("r"), trickle: Trickle(chunkBytes: 32 << 10, interval: 0.03))))
+      .file(FileResource(body: body, etag: .strong("r"), trickle: Trickle(chunkBytes: 16 << 10, interval: 0.04))))
     fixture.manifest(
       """
       version: 1
@@ -328,10 +328,13 @@ import Testing
       """)
     let process = try fixture.start(["--report", "report.json"])
     let partial = fixture.folder.path + "/r.bin.batchdl-part"
-    let deadline = Date().addingTimeInterval(20)
-    while Date() < deadline, (try? FileManager.default.attributesOfItem(atPath: partial)[.size] as? Int) ?? 0 < 100_000
-    {
-      usleep(10_000)
+    func written() -> Int { (try? FileManager.default.attributesOfItem(atPath: partial)[.size] as? Int) ?? 0 }
+    let deadline = Date().addingTimeInterval(60)
+    while Date() < deadline, written() < 100_000 { usleep(10_000) }
+    guard written() >= 100_000 else {
+      process.waitUntilExit()
+      Issue.record("the download never wrote 100 KB into its partial file")
+      return
     }
     // Another process puts its own file at the partial path.
     let foreign = fixture.folder.write("foreign", String(repeating: "x", count: 1000))
