@@ -544,7 +544,8 @@ private struct PlanBuilder {
     fromDocument: Bool = false
   ) -> String? {
     var relative = ""
-    if let to, let lastTo, lastTo.text == to {
+    // Compared by bytes: a String compares NFC and NFD spellings as equal, two names on Linux.
+    if let to, let lastTo, lastTo.text.utf8.elementsEqual(to.utf8) {
       relative = lastTo.normalized
     } else if let to {
       switch PathRules.normalize(to, allowAbsolute: false) {
@@ -873,7 +874,8 @@ private struct PlanBuilder {
 
   /// A destination that is also a folder of another destination cannot be written.
   mutating func checkFolders() {
-    var seen = Set<String>()
+    // By bytes: the NFC and NFD spellings of a folder are two folders.
+    var seen = Set<ByteString>()
     var folders: [(folder: String, task: Int32)] = []
     var previousParent: [UInt8] = []
     for (index, task) in tasks.enumerated() where !task.to.isNone {
@@ -888,7 +890,7 @@ private struct PlanBuilder {
         previousParent = Array(bytes.prefix(end))
         while end > 0 {
           let folder = String(decoding: bytes.prefix(end), as: UTF8.self)
-          if !seen.insert(folder).inserted { break }
+          if !seen.insert(ByteString(folder)).inserted { break }
           folders.append((folder, Int32(index)))
           guard let next = bytes.prefix(end).lastIndex(of: 0x2F) else { break }
           end = next
