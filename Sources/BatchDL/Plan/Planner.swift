@@ -63,6 +63,8 @@ private struct PlanBuilder {
   var contentRequests: [ContentName: Int32] = [:]
   /// Tasks by destination.
   var destinations = IndexTable()
+  /// The mirrors of each request with more than `unindexedMirrors` of them, by their bytes.
+  var mirrorIndex: [Int32: IndexTable] = [:]
   /// Explicit ids and the URL ids of data tasks without `to:`.
   var namedIDs: [String: Int32] = [:]
   var explicitIDs: [(task: Int32, mark: SourceMark)] = []
@@ -529,11 +531,43 @@ private struct PlanBuilder {
     }
   }
 
-  /// Adds one mirror (a normalized URL's bytes), unless the request has it already.
+  /// Adds one mirror (a normalized URL's bytes), unless the request has it already: O(1), a request
+  /// with more than a few mirrors has them indexed by their bytes (40,000 `mirrors:` compared each
+  /// with all before it took minutes).
   mutating func addMirror(_ url: UnsafeRawBufferPointer, to request: Int32) {
-    let existing = requests[Int(request)]
-    if text.equals(existing.url, url) || existing.mirrors.contains(where: { text.equals($0, url) }) { return }
+    let hash = TextArena.hash(url)
+    if hasMirror(url, hash: hash, request: request) { return }
+    // No copy of the request or its mirrors is alive here: the append does not copy them.
     requests[Int(request)].mirrors.append(text.append(url))
+    let count = requests[Int(request)].mirrors.count
+    if count > Self.unindexedMirrors {
+      indexMirror(Int32(count - 1), hash: hash, of: request)
+    }
+  }
+
+  /// Mirrors a request holds before they are indexed: a short list is searched.
+  static let unindexedMirrors = 8
+
+  /// Whether `url` is the request's URL or one of its mirrors.
+  func hasMirror(_ url: UnsafeRawBufferPointer, hash: UInt64, request: Int32) -> Bool {
+    let existing = requests[Int(request)]
+    if text.equals(existing.url, url) { return true }
+    if let index = mirrorIndex[request] {
+      return index.find(hash: hash) { [text] in text.equals(existing.mirrors[Int($0)], url) } != nil
+    }
+    return existing.mirrors.contains { text.equals($0, url) }
+  }
+
+  /// Indexes mirror `position` of a request, and the ones before it when it is the first indexed.
+  mutating func indexMirror(_ position: Int32, hash: UInt64, of request: Int32) {
+    let mirrors = requests[Int(request)].mirrors
+    let rehash = { [text] (index: Int32) in text.hash(mirrors[Int(index)]) }
+    var table = mirrorIndex.removeValue(forKey: request) ?? IndexTable()
+    if table.count == 0 {
+      for index in 0..<position { table.insert(index, hash: rehash(index), rehash: rehash) }
+    }
+    table.insert(position, hash: hash, rehash: rehash)
+    mirrorIndex[request] = table
   }
 
   /// The destination relative to the manifest's folder, or nil after reporting why there is none.
