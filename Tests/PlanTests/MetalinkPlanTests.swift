@@ -166,6 +166,25 @@ import Testing
     #expect(plan.requests.count == 4)
   }
 
+  @Test func aNameFromTheDocumentIsShownEscapedByThePlanner() throws {
+    // U+009B is a C1 control (CSI on some terminals): a name may hold it, a message shows it escaped.
+    let result = try planned(
+      manifest("- metalink: doc.meta4"),
+      files: [
+        "doc.meta4": """
+        <metalink xmlns="urn:ietf:params:xml:ns:metalink">
+          <file name="a&#x9B;2J.batchdl-part"><url>https://example.org/a</url></file>
+          <file name="b"><url>https://example.org/b</url></file>
+        </metalink>
+        """
+      ])
+    #expect(result.plan.tasks.count == 1)
+    #expect(result.warnings.count == 1, "\(result.warnings)")
+    #expect(result.warnings.first?.contains(#"the destination 'a\u{9B}2J.batchdl-part'"#) == true, "\(result.warnings)")
+    #expect(
+      !result.warnings.contains { $0.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) } })
+  }
+
   @Test func aFileNamedLikeAFolderInTheOtherSpellingIsNoClashButTheSameBytesAre() throws {
     let nfc = "caf\u{E9}"
     let nfd = "cafe\u{301}"

@@ -361,7 +361,8 @@ private struct PlanBuilder {
         }
       }
       guard let first = sources.first else {
-        diagnostics.warning(file.mark, "file \(file.name) has no usable <url>; this file is left out")
+        diagnostics.warning(
+          file.mark, "file '\(ShownText.escaped(file.name, limit: 200))' has no usable <url>; this file is left out")
         continue
       }
       guard
@@ -610,7 +611,8 @@ private struct PlanBuilder {
     let destination = PathRules.join(session.dest, relative)
     if let why = reserved.problem(with: destination, in: manifest.absoluteDirectory) {
       if !quiet {
-        let message = "the destination '\(redactor.text(destination))' \(why)"
+        // A name from a document is shown escaped (no control character reaches the output).
+        let message = "the destination '\(ShownText.escaped(redactor.text(destination), limit: .max))' \(why)"
         if fromDocument {
           diagnostics.warning(mark, message + "; this file is left out")
         } else {
