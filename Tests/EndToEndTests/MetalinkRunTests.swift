@@ -95,6 +95,50 @@ import Testing
     #expect(outcome.stderr.contains("doc.meta4:5:3: warning:"), "\(outcome.stderr)")
   }
 
+  @Test func nfcAndNFDSpellingsOfANameAreTwoFiles() throws {
+    // "é" as U+00E9 and as "e" + U+0301: one String to Swift, two names on Linux. Both files land,
+    // and so do files in both spellings of a folder.
+    let nfc = "caf\u{E9}"
+    let nfd = "cafe\u{301}"
+    let fixture = try RunFixture()
+    let names = ["\(nfc).bin", "\(nfd).bin", "\(nfc)/x.bin", "\(nfd)/y.bin"]
+    var files: [(name: String, urls: [String], sha256: String?)] = []
+    var bodies: [[UInt8]] = []
+    for (index, name) in names.enumerated() {
+      let body = FileResource.versionBytes(index + 1, length: 1000)
+      fixture.server.route("/\(index).bin", .file(.version(index + 1, length: 1000)))
+      files.append((name, [fixture.server.url("/\(index).bin")], SHA256Digest.hex(body)))
+      bodies.append(body)
+    }
+    fixture.folder.write("doc.meta4", Self.document(files))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - metalink: doc.meta4
+              to: m/
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    for (name, body) in zip(names, bodies) {
+      #expect(fixture.holds("m/" + name, body), "\(name)")
+    }
+    let found = try FileManager.default.contentsOfDirectory(atPath: fixture.folder.path + "/m").map { Array($0.utf8) }
+    for name in [nfc + ".bin", nfd + ".bin", nfc, nfd] {
+      #expect(found.contains(Array(name.utf8)), "\(name) in \(found)")
+    }
+    #expect(found.count == 4)
+    // A second run finds all four in place.
+    let again = try fixture.run()
+    #expect(again.status == 0, "\(again.stderr)")
+    for (name, body) in zip(names, bodies) {
+      #expect(fixture.holds("m/" + name, body), "\(name)")
+    }
+    #expect(fixture.server.requests(for: "/3.bin").count == 1)
+  }
+
   @Test func aDocumentFromTheNetworkNeverWritesBatchdlsOwnFiles() throws {
     // A document served by the network, in a manifest with neither dest nor to:, names the
     // manifest itself, the state database and another file's partial file.

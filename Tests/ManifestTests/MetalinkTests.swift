@@ -300,13 +300,13 @@ private func meta4(_ files: String) -> String {
     let document = parse(
       meta4(
         """
-        <file name="a"><size>1000</size><pieces length="10" type="sha-1">\(hashes)</pieces><url>https://e.org/a</url></file>
+        <file name="a"><size>1638400</size><pieces length="16384" type="sha-1">\(hashes)</pieces><url>https://e.org/a</url></file>
         """))
     #expect(clock.now - start < .seconds(60))
     #expect(document.files.isEmpty)
     #expect(
       rendered(document) == [
-        "3:33: error: <pieces> of 'a' lists 140000 hashes, but 1000 bytes in pieces of 10 make 100; this file is left out"
+        "3:36: error: <pieces> of 'a' lists 140000 hashes, but 1638400 bytes in pieces of 16384 make 100; this file is left out"
       ])
   }
 

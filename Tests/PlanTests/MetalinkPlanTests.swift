@@ -187,6 +187,80 @@ import Testing
     #expect(plan.descriptors.first?.sha256?.count == 64)
   }
 
+  @Test func nfcAndNFDSpellingsOfANameAreTwoTasksWritingTwoFiles() throws {
+    // "é" as U+00E9 and as "e" + U+0301: one String to Swift, two files on Linux.
+    let nfc = "caf\u{E9}"
+    let nfd = "cafe\u{301}"
+    let result = try planned(
+      manifest("- metalink: doc.meta4\n  to: m/"),
+      files: [
+        "doc.meta4": """
+        <metalink xmlns="urn:ietf:params:xml:ns:metalink">
+          <file name="\(nfc).txt"><url>https://example.org/1</url></file>
+          <file name="\(nfd).txt"><url>https://example.org/2</url></file>
+          <file name="\(nfc)/a.txt"><url>https://example.org/3</url></file>
+          <file name="\(nfd)/b.txt"><url>https://example.org/4</url></file>
+        </metalink>
+        """
+      ])
+    let plan = result.plan
+    #expect(result.warnings.isEmpty, "\(result.warnings)")
+    #expect(
+      plan.tasks.map { Array((plan.destination(of: $0) ?? "").utf8) }
+        == ["m/\(nfc).txt", "m/\(nfd).txt", "m/\(nfc)/a.txt", "m/\(nfd)/b.txt"].map { Array($0.utf8) })
+    #expect(plan.requests.count == 4)
+  }
+
+  @Test func aNameFromTheDocumentIsShownEscapedByThePlanner() throws {
+    // U+009B is a C1 control (CSI on some terminals): a name may hold it, a message shows it escaped.
+    let result = try planned(
+      manifest("- metalink: doc.meta4"),
+      files: [
+        "doc.meta4": """
+        <metalink xmlns="urn:ietf:params:xml:ns:metalink">
+          <file name="a&#x9B;2J.batchdl-part"><url>https://example.org/a</url></file>
+          <file name="b"><url>https://example.org/b</url></file>
+        </metalink>
+        """
+      ])
+    #expect(result.plan.tasks.count == 1)
+    #expect(result.warnings.count == 1, "\(result.warnings)")
+    #expect(result.warnings.first?.contains(#"the destination 'a\u{9B}2J.batchdl-part'"#) == true, "\(result.warnings)")
+    #expect(
+      !result.warnings.contains { $0.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) } })
+  }
+
+  @Test func aFileNamedLikeAFolderInTheOtherSpellingIsNoClashButTheSameBytesAre() throws {
+    let nfc = "caf\u{E9}"
+    let nfd = "cafe\u{301}"
+    let yaml = manifest(
+      """
+      - download: https://example.org/1
+        to: \(nfc)/a.txt
+      - download: https://example.org/2
+        to: \(nfd)/b.txt
+      - download: https://example.org/3
+        to: \(nfd)
+      """)
+    expectProblems(yaml, [Expected("9:9", "is a file here but a folder for the task at")])
+    let distinct = yaml.replacingOccurrences(of: "to: \(nfd)\n", with: "to: \(nfd)x\n")
+    #expect(problems(distinct).isEmpty)
+  }
+
+  @Test func aDocumentWithManyURLsPlansItsFirstThousand() throws {
+    var urls = ""
+    for index in 0..<40_000 { urls += "<url>https://m\(index).example.org/a.iso</url>" }
+    let result = try planned(
+      manifest("- metalink: doc.meta4"),
+      files: [
+        "doc.meta4":
+          "<metalink xmlns=\"urn:ietf:params:xml:ns:metalink\"><file name=\"a.iso\">\(urls)</file></metalink>"
+      ])
+    let request = try #require(result.plan.requests.first)
+    #expect(request.mirrors.count == Metalink.maxURLsPerFile - 1)
+    #expect(result.warnings.count == 1, "\(result.warnings)")
+  }
+
   @Test func sourceKeysDoNotChangeThePlan() throws {
     let plain = """
       version: 1

@@ -53,6 +53,23 @@ import Testing
       ])
   }
 
+  @Test func fortyThousandMirrorsPlanInLinearTime() throws {
+    // Each mirror was compared with every one before it: 800 million comparisons.
+    let count = 40_000
+    var yaml = "version: 1\nsessions:\n  s:\n    tasks:\n      - download: https://h.test/a.bin\n        mirrors:\n"
+    for index in 0..<count { yaml += "          - https://m\(index).test/a.bin\n" }
+    yaml += "          - https://m7.test/a.bin\n          - https://h.test/a.bin\n"
+    // A second task sharing the request brings one more mirror and repeats one.
+    yaml += "      - download: https://h.test/a.bin\n        to: two/a.bin\n"
+    yaml += "        mirrors: [https://m39999.test/a.bin, https://extra.test/a.bin]\n"
+    let planned = try planned(yaml)
+    let request = try #require(planned.request("https://h.test/a.bin"))
+    let mirrors = request.mirrors.map(planned.plan.text.string)
+    #expect(mirrors.count == count + 1)
+    #expect(mirrors.first == "https://m0.test/a.bin")
+    #expect(mirrors.last == "https://extra.test/a.bin")
+  }
+
   @Test func listLinesGetTheSessionMap() throws {
     let planned = try planned(
       """

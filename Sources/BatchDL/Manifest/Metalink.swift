@@ -65,7 +65,8 @@ public struct ExpectedDigest: Hashable, Sendable {
     if let bad = lowered.first(where: { !("0"..."9").contains($0) && !("a"..."f").contains($0) }) {
       return .failure(
         MetalinkProblem(
-          "a \(algorithm.rawValue) hash is \(algorithm.hexLength) hexadecimal digits (0-9, a-f), found '\(bad)'"))
+          "a \(algorithm.rawValue) hash is \(algorithm.hexLength) hexadecimal digits (0-9, a-f), found '\(ShownText.escaped(String(bad)))'"
+        ))
     }
     guard lowered.count == algorithm.hexLength else {
       return .failure(
@@ -161,6 +162,17 @@ public enum Metalink {
   /// The largest document read (8MB): far beyond a real one (a 100GB file in 1MB pieces takes
   /// about 8MB), and below the 10MB libxml2 takes in one piece without its "huge" mode.
   public static let maxBytes = 8 << 20
+  /// The most elements open at once (Metalink needs 4): deeper is refused at the element, before
+  /// libxml2's own limit, and the reader's work per element does not grow with the depth.
+  public static let maxDepth = 64
+  /// The most `<url>` elements read in one `<file>` (those ignored count too); the rest are ignored
+  /// with one warning.
+  public static let maxURLsPerFile = 1000
+  /// The most piece hashes one `<pieces>` lists.
+  public static let maxPieces = 1 << 20
+  /// Pieces shorter than this are for a small file only: at most `maxSmallPieces` of them.
+  public static let minPieceLength: Int64 = 16 << 10
+  public static let maxSmallPieces = 64
 
   /// Reads the document at `path`; `display` names it in diagnostics (default: `path`). A document
   /// that cannot be read (missing, a FIFO, unreadable) is reported at `named` (the manifest's value
@@ -187,7 +199,6 @@ public enum Metalink {
     }
   }
 
-  /// Parses a document held in memory; `file` names it in diagnostics.
   /// Why a document is not read as UTF-8, or nil. Only UTF-8 is read: libxml2's switch to some
   /// declared encodings (UTF-32, UCS-4) crashed it, and in UTF-16 a `<!DOCTYPE>` would pass the
   /// check on the bytes below.
@@ -196,20 +207,27 @@ public enum Metalink {
     if bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE]) || bytes.prefix(4).contains(0) {
       return "the document is not UTF-8 (it looks like UTF-16 or UTF-32): \(utf8)"
     }
+    // `<?xm` in EBCDIC, which libxml2 detects without a declaration: a `<!DOCTYPE>` in it would pass
+    // the check on the bytes.
+    if bytes.starts(with: [0x4C, 0x6F, 0xA7, 0x94]) {
+      return "the document is not UTF-8 (it looks like EBCDIC): \(utf8)"
+    }
     var text = bytes.prefix(512)[...]
     if text.starts(with: [0xEF, 0xBB, 0xBF]) { text = text.dropFirst(3) }
     guard text.starts(with: Array("<?xml".utf8)), let end = text.firstRange(of: Array("?>".utf8)) else { return nil }
     let declaration = String(decoding: text[..<end.lowerBound], as: UTF8.self)
     guard let equals = declaration.range(of: "encoding") else { return nil }
-    let rest = declaration[equals.upperBound...].drop { $0 == " " || $0 == "=" || $0 == "\t" }
+    // XML allows any white space around `=`, line breaks included.
+    let rest = declaration[equals.upperBound...].drop { $0 == "=" || $0.isWhitespace }
     guard let quote = rest.first, quote == "\"" || quote == "'" else { return nil }
     let name = rest.dropFirst().prefix { $0 != quote }
     guard ["utf-8", "utf8"].contains(name.lowercased()) else {
-      return "the document declares encoding '\(name.prefix(40))': \(utf8)"
+      return "the document declares encoding '\(ShownText.escaped(name, limit: 40))': \(utf8)"
     }
     return nil
   }
 
+  /// Parses a document held in memory; `file` names it in diagnostics.
   public static func parse(_ bytes: [UInt8], file: String) -> MetalinkDocument {
     let start = SourceMark(file: file, line: 1, column: 1)
     func failed(_ mark: SourceMark, _ message: String) -> MetalinkDocument {
@@ -225,15 +243,34 @@ public enum Metalink {
     let positions = Positions(bytes, file: file)
     // Metalink needs no DTD. Entity declarations are refused before libxml2 sees them: a few lines
     // of nested entities can expand to gigabytes ("billion laughs"), and external ones read files.
+    // The parser refuses them too (`parseXML`): this check is the first line, not the only one.
     if let offset = positions.find(Array("<!DOCTYPE".utf8)) {
       return failed(
         positions.mark(ofByte: offset),
         "the document has a <!DOCTYPE>: Metalink needs none, and its entity declarations are refused; remove it")
     }
+    return parseXML(bytes, positions: positions)
+  }
+
+  /// The parse alone, without the checks on the bytes (size, encoding, `<!DOCTYPE>`): the tests
+  /// show with it that the parser refuses DTD declarations by itself.
+  static func parseXML(_ bytes: [UInt8], file: String) -> MetalinkDocument {
+    parseXML(bytes, positions: Positions(bytes, file: file))
+  }
+
+  private static func parseXML(_ bytes: [UInt8], positions: Positions) -> MetalinkDocument {
+    let file = positions.file
+    let start = SourceMark(file: file, line: 1, column: 1)
+    func failed(_ mark: SourceMark, _ message: String) -> MetalinkDocument {
+      MetalinkDocument(version: nil, files: [], diagnostics: [Diagnostic(.error, at: mark, message)])
+    }
     let reader = MetalinkReader(positions: positions)
     let parser = XMLParser(data: Data(bytes))
     parser.shouldProcessNamespaces = true
     parser.shouldReportNamespacePrefixes = false
+    // XMLParser sets libxml2's options itself (XML_PARSE_RECOVER | XML_PARSE_NOENT, and DTDLOAD when
+    // this is true) and offers no way to change them: the reader's DTD callbacks are the parser's
+    // guard (see `MetalinkReader`).
     parser.shouldResolveExternalEntities = false
     parser.delegate = reader
     let finished = parser.parse()
@@ -349,6 +386,8 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
     var sources: [(source: MetalinkSource, order: Int)] = []
     var hashes: [ExpectedDigest] = []
     var pieces: [MetalinkPieces] = []
+    /// `<url>` elements met, those ignored included.
+    var urlCount = 0
     /// An error was reported inside it: it is left out.
     var broken = false
   }
@@ -370,7 +409,8 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
   var version: MetalinkDocument.Version?
   var namespace = ""
   var files: [MetalinkFile] = []
-  var names: [String: SourceMark] = [:]
+  /// Names by their bytes: NFC and NFD spellings of a name are two files.
+  var names: [ByteString: SourceMark] = [:]
   /// A problem that makes the whole document unusable (not Metalink).
   var fatal: Problem?
   /// The first XML error libxml2 reported.
@@ -378,6 +418,8 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
 
   /// Local names of the open elements of the document's namespace; nil for foreign ones.
   var stack: [String?] = []
+  /// The nil entries of `stack`: an element inside a foreign one is foreign, told without a walk.
+  var foreignOpen = 0
   var file: FileDraft?
   var pieces: PiecesDraft?
   /// Text of the element being captured, with its start and attributes.
@@ -407,7 +449,9 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
     if version == nil {
       let mark = startMark(parser)
       guard elementName == "metalink" else {
-        stop(parser, mark, "not a Metalink document: the root element is <\(elementName)>, not <metalink>")
+        stop(
+          parser, mark,
+          "not a Metalink document: the root element is <\(ShownText.escaped(elementName, limit: 40))>, not <metalink>")
         return
       }
       switch namespaceURI ?? "" {
@@ -425,8 +469,18 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
       stack.append(elementName)
       return
     }
-    let ours = (namespaceURI ?? "") == namespace && stack.allSatisfy { $0 != nil }
-    defer { stack.append(ours ? elementName : nil) }
+    if stack.count >= Metalink.maxDepth {
+      stop(
+        parser, startMark(parser),
+        "elements are nested more than \(Metalink.maxDepth) deep: a Metalink document needs 4 levels; this one is refused"
+      )
+      return
+    }
+    let ours = (namespaceURI ?? "") == namespace && foreignOpen == 0
+    defer {
+      stack.append(ours ? elementName : nil)
+      if !ours { foreignOpen += 1 }
+    }
     guard ours, let version else { return }
     // Depths (open elements around this one): Metalink 4 has <file> in <metalink> and its details
     // right inside it; Metalink 3 has <files><file> and <verification> or <resources> between.
@@ -450,7 +504,7 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
       textMark = startMark(parser)
       textAttributes = attributeDict
     case "metaurl" where inFile && detail:
-      let type = attributeDict["mediatype"].map { " (\($0))" } ?? ""
+      let type = attributeDict["mediatype"].map { " (\(ShownText.escaped($0, limit: 40)))" } ?? ""
       diagnostics.warning(
         startMark(parser), "<metaurl>\(type) is ignored: batchdl fetches the file's http and https <url>s only")
     case "pieces" where inFile && pieces == nil && (detail || verification):
@@ -487,8 +541,12 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
   func parser(
     _ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?
   ) {
-    let ours = stack.popLast() ?? nil
-    guard ours != nil, version != nil else { return }
+    guard let top = stack.popLast() else { return }
+    guard top != nil else {
+      foreignOpen -= 1
+      return
+    }
+    guard version != nil else { return }
     let depth = stack.count
     if let captured = text, depth == textDepth {
       text = nil
@@ -525,9 +583,79 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
     file?.broken = true
   }
 
+  /// A value of the document, quoted and escaped, at most 40 characters of it.
   func quoted(_ text: String?) -> String {
     guard let text else { return "nothing" }
-    return "'\(text.count > 40 ? String(text.prefix(40)) + "…" : text)'"
+    return "'\(ShownText.escaped(text, limit: 40))'"
+  }
+
+  // MARK: - DTD declarations
+
+  // Metalink needs no DTD, and `Metalink.parse` refuses a `<!DOCTYPE>` on the bytes before any
+  // parsing. The parser refuses the declarations it reports by itself too, at their position: nested
+  // entities can expand to gigabytes ("billion laughs"), external ones read files, and attribute
+  // defaults add attributes the document does not show. What Foundation on Linux does not cover:
+  // - it passes no general entity declaration to the delegate: libxml2 records them and expands
+  //   references (XMLParser always sets XML_PARSE_NOENT), stopping past its amplification limit
+  //   (error 89); external ones are never loaded (`externalEntityResolvingPolicy` is `.never`). A
+  //   reference to an entity not declared reaches `resolveExternalEntityName`, which stops the parse.
+  // - it crashes (SIGSEGV) on `<!ATTLIST ... #IMPLIED>`, a `<!NOTATION>` without a public or a
+  //   system id, and `<!ENTITY name SYSTEM "..." NDATA n>`, before calling the delegate.
+  // So the check on the bytes is what keeps a DTD from the parser; this is the second line.
+
+  func refuseDeclaration(_ parser: XMLParser, _ what: String) {
+    guard fatal == nil else { return }
+    stop(
+      parser, SourceMark(file: positions.file, line: max(1, parser.lineNumber), column: max(1, parser.columnNumber)),
+      "the document's <!DOCTYPE> declares \(what): Metalink needs no DTD, and batchdl refuses its declarations; remove it"
+    )
+  }
+
+  func shown(_ name: String) -> String { "'\(ShownText.escaped(name, limit: 40))'" }
+
+  func parser(_ parser: XMLParser, foundElementDeclarationWithName elementName: String, model: String) {
+    refuseDeclaration(parser, "the element \(shown(elementName))")
+  }
+
+  func parser(
+    _ parser: XMLParser, foundAttributeDeclarationWithName attributeName: String, forElement elementName: String,
+    type: String?, defaultValue: String?
+  ) {
+    refuseDeclaration(parser, "the attribute \(shown(attributeName)) of <\(ShownText.escaped(elementName, limit: 40))>")
+  }
+
+  func parser(_ parser: XMLParser, foundNotationDeclarationWithName name: String, publicID: String?, systemID: String?)
+  {
+    refuseDeclaration(parser, "the notation \(shown(name))")
+  }
+
+  func parser(
+    _ parser: XMLParser, foundUnparsedEntityDeclarationWithName name: String, publicID: String?, systemID: String?,
+    notationName: String?
+  ) {
+    refuseDeclaration(parser, "the entity \(shown(name))")
+  }
+
+  func parser(_ parser: XMLParser, foundInternalEntityDeclarationWithName name: String, value: String?) {
+    refuseDeclaration(parser, "the entity \(shown(name))")
+  }
+
+  func parser(
+    _ parser: XMLParser, foundExternalEntityDeclarationWithName name: String, publicID: String?, systemID: String?
+  ) {
+    refuseDeclaration(parser, "the entity \(shown(name))")
+  }
+
+  /// Called for a reference to an entity that is not one of XML's five: nothing is read for it.
+  func parser(_ parser: XMLParser, resolveExternalEntityName name: String, systemID: String?) -> Data? {
+    if fatal == nil {
+      stop(
+        parser,
+        SourceMark(file: positions.file, line: max(1, parser.lineNumber), column: max(1, parser.columnNumber)),
+        "not well-formed XML: an undeclared entity (&\(ShownText.escaped(name, limit: 40));): batchdl reads no entity declarations; write &amp; for '&'"
+      )
+    }
+    return nil
   }
 
   // MARK: - Elements
@@ -546,17 +674,28 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
   }
 
   func endURL(_ captured: String) {
+    guard let count = file.map({ $0.urlCount + 1 }) else { return }
+    file?.urlCount = count
+    if count > Metalink.maxURLsPerFile {
+      if count == Metalink.maxURLsPerFile + 1 {
+        diagnostics.warning(
+          textMark, "file \(quoted(file?.name)) has more than \(Metalink.maxURLsPerFile) <url>s: the rest are ignored")
+      }
+      return
+    }
     let url = captured.trimmingCharacters(in: .whitespacesAndNewlines)
-    let shown = Redactor.stripUserInfo(url)
+    let shown = ShownText.escaped(Redactor.stripUserInfo(url), limit: 200)
     let lowered = url.lowercased()
     let type = textAttributes["type"]?.lowercased()
     if version == .v3, let type, type != "http" && type != "https" {
       diagnostics.warning(
-        textMark, "<url type=\"\(type)\"> '\(shown)' is ignored: batchdl fetches http and https URLs only")
+        textMark,
+        "<url type=\"\(ShownText.escaped(type, limit: 40))\"> '\(shown)' is ignored: batchdl fetches http and https URLs only"
+      )
       return
     }
     guard lowered.hasPrefix("http://") || lowered.hasPrefix("https://") else {
-      let scheme = url.range(of: ":").map { String(url[..<$0.lowerBound]) + ":" } ?? "not a URL"
+      let scheme = url.range(of: ":").map { ShownText.escaped(url[..<$0.lowerBound], limit: 40) + ":" } ?? "not a URL"
       diagnostics.warning(
         textMark, "<url> '\(shown)' is ignored (\(scheme)): batchdl fetches http and https URLs only")
       return
@@ -574,7 +713,7 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
       } else {
         diagnostics.warning(
           textMark,
-          "<url \(attribute)=\"\(written)\"> is not a whole number from \(range.lowerBound) to \(range.upperBound); the URL is tried after those with one"
+          "<url \(attribute)=\"\(ShownText.escaped(written, limit: 40))\"> is not a whole number from \(range.lowerBound) to \(range.upperBound); the URL is tried after those with one"
         )
       }
     }
@@ -594,13 +733,29 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
       }
       file?.hashes.append(digest)
     case .failure(let problem):
-      error(textMark, "bad <hash type=\"\(typeText)\">: \(problem.message)")
+      error(textMark, "bad <hash type=\"\(ShownText.escaped(typeText, limit: 40))\">: \(problem.message)")
     }
   }
 
   func endPieceHash(_ captured: String) {
     // Changed in place: a copy of the draft would copy its hashes for every piece.
-    guard let broken = pieces?.broken, !broken, let algorithm = pieces?.algorithm else { return }
+    guard let broken = pieces?.broken, !broken, let algorithm = pieces?.algorithm, let length = pieces?.length,
+      let mark = pieces?.mark
+    else { return }
+    let count = pieces?.hashes.count ?? 0
+    if count >= Metalink.maxPieces {
+      error(mark, "<pieces> lists more than \(Metalink.maxPieces) hashes, the most batchdl reads")
+      pieces?.broken = true
+      return
+    }
+    if length < Metalink.minPieceLength && count >= Metalink.maxSmallPieces {
+      error(
+        mark,
+        "<pieces length=\"\(length)\"> lists more than \(Metalink.maxSmallPieces) pieces shorter than \(Metalink.minPieceLength) bytes: pieces that short are for a small file only"
+      )
+      pieces?.broken = true
+      return
+    }
     switch ExpectedDigest.parse(captured, algorithm: algorithm) {
     case .success(let digest):
       pieces?.hashes.append(digest.hex)
@@ -617,7 +772,9 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
     guard !draft.broken, let length = draft.length else { return }
     guard let algorithm = draft.algorithm else {
       diagnostics.warning(
-        draft.mark, "<pieces type=\"\(draft.typeText)\"> is ignored: batchdl checks sha-256, sha-512, sha-1 and md5")
+        draft.mark,
+        "<pieces type=\"\(ShownText.escaped(draft.typeText, limit: 40))\"> is ignored: batchdl checks sha-256, sha-512, sha-1 and md5"
+      )
       return
     }
     var hashes = draft.hashes
@@ -646,12 +803,13 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
       error(mark, problem.message + "; this file is left out")
       return
     }
-    let shown = "'\(name)'"
-    if let first = names[name] {
+    let shown = "'\(ShownText.escaped(name, limit: 200))'"
+    let key = ByteString(name)
+    if let first = names[key] {
       error(mark, "file \(shown) is listed twice (first at line \(first.line)); the second is left out")
       return
     }
-    names[name] = mark
+    names[key] = mark
     if draft.broken {
       diagnostics.warning(mark, "file \(shown) is left out because of the errors above")
       return
@@ -695,7 +853,7 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
   /// A file name as a relative path that stays inside its folder, normalized.
   static func checkName(_ name: String?) -> Result<String, MetalinkProblem> {
     guard let name, !name.isEmpty else { return .failure(MetalinkProblem("<file> has no name (name=\"...\")")) }
-    let shown = name.count > 80 ? String(name.prefix(80)) + "…" : name
+    let shown = ShownText.escaped(name)
     if name.hasPrefix("/") {
       return .failure(MetalinkProblem("file name '\(shown)' is absolute; Metalink names are relative to 'to:'"))
     }
@@ -726,7 +884,7 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
     case 73: return "a '>' is missing"
     case 76: return "a closing tag does not match the element it closes"
     case 85: return "text after the closing </metalink>, or an element left open"
-    case 89: return "entities that refer to each other in a loop"
+    case 89: return "entities that refer to each other in a loop, or expand too much"
     default: return "libxml2 error \(code)"
     }
   }

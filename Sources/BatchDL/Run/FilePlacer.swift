@@ -57,7 +57,7 @@ final class FilePlacer {
     // the last one is told by comparing bytes, without making the folder's path.
     if let lastPrepared, FileAccess.isEntry(path, of: lastPrepared) { return lastPrepared }
     let parent = FileAccess.directory(of: path)
-    if preparedFolders.contains(parent) {
+    if preparedFolders.contains(ByteString(parent)) {
       lastPrepared = parent
       return parent
     }
@@ -67,13 +67,14 @@ final class FilePlacer {
     if let real = ReservedPaths.realPath(parent), let why = reserved.problem(withResolved: real) {
       throw TransferFailure(code: .unsafePath, message: "\(path) \(why) (through a symbolic link); nothing was written")
     }
-    preparedFolders.insert(parent)
+    preparedFolders.insert(ByteString(parent))
     lastPrepared = parent
     return parent
   }
 
-  /// Folders made and checked (inside their session's dest) in this run.
-  private var preparedFolders: Set<String> = []
+  /// Folders made and checked (inside their session's dest) in this run, by their bytes: the NFC
+  /// and NFD spellings of a folder are two folders.
+  private var preparedFolders: Set<ByteString> = []
 
   /// The folder `prepare` last returned.
   private var lastPrepared: String?
@@ -84,7 +85,8 @@ final class FilePlacer {
   /// A folder `prepare` has made and checked, open: files of one folder mostly come one after
   /// another, so the last one stays open.
   private func openFolder(_ folder: String) -> OpenFolder? {
-    if let lastFolder, lastFolder.path == folder { return lastFolder }
+    // By bytes: a String compares the NFC and NFD spellings of a folder as equal.
+    if let lastFolder, lastFolder.path.utf8.elementsEqual(folder.utf8) { return lastFolder }
     lastFolder = OpenFolder(path: folder)
     return lastFolder
   }

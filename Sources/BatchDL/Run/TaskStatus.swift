@@ -123,10 +123,10 @@ public struct StateMaintenance {
 
   /// The partial files of this manifest's requests that exist now.
   public func partialFiles() -> [(path: String, size: Int64)] {
-    var seen = Set<String>()
+    var seen = Set<ByteString>()
     var result: [(path: String, size: Int64)] = []
     for request in plan.requests {
-      guard let path = plan.partialPath(of: request), seen.insert(path).inserted,
+      guard let path = plan.partialPath(of: request), seen.insert(ByteString(path)).inserted,
         let info = FileAccess.status(path)
       else { continue }
       result.append((path, info.size))
