@@ -373,7 +373,8 @@ extension Engine {
     let writers = download.pieces.map { piece in
       PieceWriter(
         extent: ByteExtent(start: piece.start, end: piece.next),
-        source: piece.source.flatMap { download.sources[$0].listIndex })
+        // Without mirrors, the download's one source is 0.
+        source: piece.source.map { download.sources[$0].listIndex ?? 0 })
     }
     switch checkPieces(job, result, writers: writers, validator: download.validator) {
     case .repairing:

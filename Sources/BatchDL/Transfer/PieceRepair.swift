@@ -1,5 +1,6 @@
 /// Bytes of a finished download and the source that sent them (its index in the job's
-/// `SourceList`; nil when unknown: bytes kept from an earlier run, or a download without mirrors).
+/// `SourceList`, 0 for the one URL of a download without mirrors; nil when unknown: bytes kept
+/// from an earlier run).
 struct PieceWriter {
   var extent: ByteExtent
   var source: Int?
@@ -62,8 +63,9 @@ extension Engine {
       writers.filter { writer in extents.contains { $0.start < writer.extent.end && writer.extent.start < $0.end } }
         .compactMap(\.source))
     let sources = built.sources
-    observer?.transferPiecesFailed(
-      job, pieces: bad, urls: blamed.sorted().compactMap { sources?.sources[$0].url }, message: failure.message)
+    // Without mirrors, source 0 is the download's one URL, as it was asked (before redirects).
+    let urls = blamed.sorted().map { index in sources.map { $0.sources[index].url } ?? built.firstURL }
+    observer?.transferPiecesFailed(job, pieces: bad, urls: urls, message: failure.message)
     built.pieceRepairs += 1
     guard built.pieceRepairs <= (sources?.sources.count ?? 1) + 1 else {
       failure.message += ", still after \(built.pieceRepairs - 1) repairs"
