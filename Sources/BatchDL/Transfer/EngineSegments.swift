@@ -162,6 +162,7 @@ extension Engine {
     sessionActive[spec.sessionKey, default: 0] += 1
     piece.transfer = transfer
     piece.source = source
+    if let index = from.listIndex { built.sources?.ask(index) }
     download.sources[source].running += 1
     download.started += 1
     observer?.transferSegmentStarted(job, start: piece.next, length: piece.end - piece.next, url: from.url)
