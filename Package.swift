@@ -30,6 +30,10 @@ let package = Package(
       name: "CSystem",
       cSettings: [.unsafeFlags(["-Wall", "-Werror"])]
     ),
+    .target(
+      name: "CEarlySignals",
+      cSettings: [.unsafeFlags(["-Wall", "-Werror"])]
+    ),
     .systemLibrary(
       name: "CYAML",
       pkgConfig: "yaml-0.1",
@@ -55,6 +59,7 @@ let package = Package(
       name: "batchdl",
       dependencies: [
         "BatchDL",
+        "CEarlySignals",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ],
       swiftSettings: strict

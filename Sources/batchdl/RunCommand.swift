@@ -93,6 +93,9 @@ struct RunCommand: ParsableCommand {
   }
 
   func run() throws {
+    // First of all: a signal while the manifest is read and planned stops the run in order (exit
+    // 3, the report written) rather than kill the process.
+    Interrupts.install()
     var stderr = StandardError()
     let plan = try loadPlan(manifest, descriptors: .fetch, state: state)
     var options = RunOptions()

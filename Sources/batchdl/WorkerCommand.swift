@@ -20,6 +20,8 @@ struct WorkerCommand: ParsableCommand {
   var state: String
 
   func run() throws {
+    // Between passes and while a pass plans, a signal stops the worker in order, as in a run.
+    Interrupts.install()
     let sessions = BackgroundSessions(stateFolder: state, manifestPath: manifest)
     let status = sessions.work(session: session, environment: ProcessInfo.processInfo.environment)
     if status != .success { throw ExitCode(status.rawValue) }

@@ -542,4 +542,37 @@ extension RunFixture {
   func descriptorOutcomes() throws -> [String] {
     (try report()["descriptors"] as? [[String: Any]] ?? []).compactMap { $0["outcome"] as? String }
   }
+
+  /// A file whose only digests are weak piece digests gets the warning a weak whole-file digest
+  /// gets; with a strong whole-file digest, weak pieces are no cause for one.
+  @Test func weakPieceDigestsAloneAreWarnedAbout() throws {
+    let fixture = try RunFixture()
+    let md5 = String(repeating: "a", count: 32)
+    let sha1 = String(repeating: "b", count: 40)
+    let sha256 = String(repeating: "c", count: 64)
+    fixture.folder.write(
+      "doc.meta4",
+      """
+      <?xml version="1.0"?>
+      <metalink xmlns="urn:ietf:params:xml:ns:metalink">
+        <file name="md5.bin"><size>10</size><pieces length="8" type="md5"><hash>\(md5)</hash><hash>\(md5)</hash></pieces>
+          <url>\(fixture.server.url("/a.bin"))</url></file>
+        <file name="sha1.bin"><pieces length="8" type="sha-1"><hash>\(sha1)</hash></pieces>
+          <url>\(fixture.server.url("/a.bin"))</url></file>
+        <file name="strong.bin"><hash type="sha-256">\(sha256)</hash><pieces length="8" type="md5"><hash>\(md5)</hash></pieces>
+          <url>\(fixture.server.url("/a.bin"))</url></file>
+      </metalink>
+      """)
+    fixture.manifest("version: 1\nsessions:\n  s:\n    tasks:\n      - metalink: doc.meta4\n")
+    let outcome = try BinaryRunner.run(["validate", "manifest.yaml"], in: fixture.folder.path)
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(
+      outcome.stderr.contains(
+        "doc.meta4:3:3: warning: file 'md5.bin' has only md5 piece hashes, which are weak: they are checked, but cannot prove the file was not replaced; ask the publisher for sha-256"
+      ), "\(outcome.stderr)")
+    #expect(
+      outcome.stderr.contains("doc.meta4:5:3: warning: file 'sha1.bin' has only sha-1 piece hashes, which are weak"),
+      "\(outcome.stderr)")
+    #expect(!outcome.stderr.contains("'strong.bin'"), "\(outcome.stderr)")
+  }
 }

@@ -276,3 +276,35 @@ extension PieceTests {
     #expect(error["code"] as? String == "size-mismatch", "\(error)")
   }
 }
+
+/// `pieces_failed` names the source that sent the bad pieces whatever the number of sources: a
+/// download with one URL names it, as a download with mirrors names the mirror.
+extension PieceTests {
+  @Test func withOneSourcePiecesFailedNamesIt() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(Self.corrupt(Self.inPieceThree, times: 1)))
+    fixture.folder.write("doc.meta4", Self.document(urls: [fixture.server.url("/a.bin")]))
+    fixture.manifest(Self.manifest())
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    let failed = fixture.events().filter { $0["event"] as? String == "pieces_failed" }
+    #expect(failed.map { $0["pieces"] as? [Int] } == [[3]])
+    #expect(failed.map { $0["urls"] as? [String] } == [[fixture.server.url("/a.bin")]])
+  }
+
+  /// Every repair fails too: each `pieces_failed` names the one source, whichever of its
+  /// connections sent the piece.
+  @Test func withOneSourceInSegmentsPiecesFailedNamesIt() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(Self.corrupt(Self.inPieceThree, rate: 4_000_000)))
+    fixture.folder.write("doc.meta4", Self.document(urls: [fixture.server.url("/a.bin")]))
+    fixture.manifest(Self.manifest(segments: 4))
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    #expect(!fixture.events().filter { $0["event"] as? String == "segment" }.isEmpty, "fetched in segments")
+    let failed = fixture.events().filter { $0["event"] as? String == "pieces_failed" }
+    #expect(!failed.isEmpty)
+    #expect(failed.allSatisfy { $0["pieces"] as? [Int] == [3] }, "\(failed)")
+    #expect(failed.allSatisfy { $0["urls"] as? [String] == [fixture.server.url("/a.bin")] }, "\(failed)")
+  }
+}

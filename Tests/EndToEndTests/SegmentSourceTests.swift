@@ -97,3 +97,26 @@ import Testing
     #expect(task["outcome"] as? String == "completed")
   }
 }
+
+extension SegmentSourceTests {
+  /// A mirror asked for segments answers `200` with its whole file: nothing of it is kept, but it
+  /// was asked, and the report's `sources` lists it (with 0 bytes) as it lists a mirror that
+  /// answered `206`.
+  @Test func aMirrorThatAnswersRangesWithTheWholeFileIsListedInSources() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(Self.capped()))
+    var whole = Self.capped()
+    whole.rangeFault = .wholeBody
+    fixture.server.route("/b.bin", .file(whole))
+    fixture.manifest(Self.manifest(sha256: true))
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("f.bin", Self.body))
+    let mirror = Self.ranged(fixture, "/b.bin")
+    #expect(!mirror.isEmpty && mirror.allSatisfy { $0.status == 200 }, "\(mirror.map(\.status))")
+    let sources = try #require(try fixture.tasks()["f.bin"]?["sources"] as? [[String: Any]])
+    #expect(sources.map { $0["url"] as? String } == [fixture.server.url("/a.bin"), fixture.server.url("/b.bin")])
+    #expect((sources.first?["bytes"] as? Int ?? 0) >= Self.length, "\(sources)")
+    #expect(sources.last?["bytes"] as? Int == 0, "nothing of its answer went into the file: \(sources)")
+  }
+}

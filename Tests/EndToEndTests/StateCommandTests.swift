@@ -78,4 +78,59 @@ import Testing
     #expect(!after.stdout.contains("resume from byte"))
     #expect(after.stdout.contains("skip: unchanged since the last run"))
   }
+
+  /// A download whose bytes fail `sha256:` shows as failed, with its code.
+  @Test func aTaskThatFailedItsChecksumShowsAsFailedNotPartial() throws {
+    let fixture = try RunFixture()
+    let body = TestData.pseudoRandomBytes(count: 1 << 20, seed: 7)
+    fixture.server.route("/f.bin", .file(FileResource(body: body, etag: .strong("v1"))))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        main:
+          retry: {attempts: 1}
+          tasks:
+            - download: BASE/f.bin
+              sha256: \(String(repeating: "ab", count: 32))
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    let error = try #require(try fixture.tasks()["f.bin"]?["error"] as? [String: Any])
+    #expect(error["code"] as? String == "checksum-mismatch")
+
+    let status = try BinaryRunner.run(["status", "manifest.yaml"], in: fixture.folder.path)
+    #expect(status.status == 0, "\(status.stderr)")
+    let lines = status.stdout.split(separator: "\n").map(String.init)
+    #expect(lines.contains { $0.hasPrefix("failed    f.bin  checksum-mismatch") }, "\(lines)")
+    #expect(lines.last == "1 tasks: 0 done, 0 partial, 0 pending, 1 failed", "\(lines)")
+    let json = try BinaryRunner.run(["status", "manifest.yaml", "--json"], in: fixture.folder.path)
+    let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+    let task = try #require((object?["tasks"] as? [[String: Any]])?.first)
+    #expect(task["state"] as? String == "failed", "\(task)")
+    #expect((task["note"] as? String ?? "").hasPrefix("checksum-mismatch"), "\(task)")
+  }
+
+  /// Piece digests that keep failing fail the task with `checksum-mismatch`, and the pieces that
+  /// passed stay as a checkpoint for the next run: `status` shows the task as failed with its code,
+  /// not as a partial download on its way.
+  @Test func aTaskWhosePiecesKeptFailingShowsAsFailedNotPartial() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(PieceTests.corrupt(PieceTests.inPieceThree)))
+    fixture.folder.write("doc.meta4", PieceTests.document(urls: [fixture.server.url("/a.bin")]))
+    fixture.manifest(PieceTests.manifest())
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    #expect(fixture.checkpointBytes() > 0, "the good pieces are kept")
+    let status = try BinaryRunner.run(["status", "manifest.yaml"], in: fixture.folder.path)
+    #expect(status.status == 0, "\(status.stderr)")
+    let lines = status.stdout.split(separator: "\n").map(String.init)
+    #expect(lines.contains { $0.hasPrefix("failed    m/f.bin  checksum-mismatch: piece 3 of 16") }, "\(lines)")
+    #expect(lines.last == "1 tasks: 0 done, 0 partial, 0 pending, 1 failed", "\(lines)")
+    let json = try BinaryRunner.run(["status", "manifest.yaml", "--json"], in: fixture.folder.path)
+    let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+    let task = try #require((object?["tasks"] as? [[String: Any]])?.first)
+    #expect(task["state"] as? String == "failed", "\(task)")
+    #expect((task["note"] as? String ?? "").hasPrefix("checksum-mismatch"), "\(task)")
+  }
 }

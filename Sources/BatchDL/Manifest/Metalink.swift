@@ -833,13 +833,19 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
       return
     }
     let hashes = draft.hashes.sorted { $0.algorithm < $1.algorithm }
+    let pieces = draft.pieces.min { $0.algorithm < $1.algorithm }
     if let best = hashes.first, !best.algorithm.isStrong {
       diagnostics.warning(
         mark,
         "file \(shown) has only a \(best.algorithm.rawValue) hash, which is weak: it is checked, but cannot prove the file was not replaced; ask the publisher for sha-256"
       )
+    } else if hashes.isEmpty, let pieces, !pieces.algorithm.isStrong {
+      // Piece digests are then all that checks the file.
+      diagnostics.warning(
+        mark,
+        "file \(shown) has only \(pieces.algorithm.rawValue) piece hashes, which are weak: they are checked, but cannot prove the file was not replaced; ask the publisher for sha-256"
+      )
     }
-    let pieces = draft.pieces.min { $0.algorithm < $1.algorithm }
     files.append(
       MetalinkFile(name: name, mark: mark, size: draft.size, sources: sources, hashes: hashes, pieces: pieces))
   }

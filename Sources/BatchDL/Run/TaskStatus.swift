@@ -19,6 +19,11 @@ public struct TaskStatus: Sendable {
   public var total: Int64?
   public var note: String?
 
+  /// Failure codes that say the bytes were wrong: a task whose last run failed with one shows as
+  /// failed, with its code, even where the bytes it kept are a checkpoint the next run goes on
+  /// from (pieces that kept failing their digests), never as a partial download on its way.
+  static let contentCodes: Set<String> = [FailureCode.checksumMismatch.rawValue, FailureCode.sizeMismatch.rawValue]
+
   /// Every task of `plan` (of `shard`'s requests, when given; sorted by id), as `prior` and the
   /// disk see them.
   public static func all(plan: Plan, prior: PriorState, shard: Shard? = nil) -> [TaskStatus] {
@@ -36,16 +41,18 @@ public struct TaskStatus: Sendable {
           id: redactor.text(id),
           session: plan.manifest.sessions[Int(task.session)].name,
           state: .pending)
+        let failed = stored.flatMap { $0.outcome == .failed ? $0 : nil }
+        let failedContent = failed.flatMap { prior.results.errorCode(of: $0) }.map(Self.contentCodes.contains) ?? false
         if action == .unchanged {
           status.state = .done
           status.bytes = stored?.size
-        } else if let point {
+        } else if let point, !failedContent {
           status.state = .partial
           status.bytes = point.durable
           status.total = point.total
-        } else if let stored, stored.outcome == .failed {
+        } else if let failed {
           status.state = .failed
-          status.note = [prior.results.errorCode(of: stored), prior.results.errorMessage(of: stored)].compactMap { $0 }
+          status.note = [prior.results.errorCode(of: failed), prior.results.errorMessage(of: failed)].compactMap { $0 }
             .joined(separator: ": ")
         } else {
           status.note = reason

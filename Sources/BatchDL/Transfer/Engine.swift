@@ -144,6 +144,9 @@ public final class Engine {
     var admission: (@Sendable () -> Admission)? { job.admission }
     /// The URL and its mirrors, for a download that has mirrors.
     let sources: SourceList?
+    /// The URL the job was made with (before redirects): the one source of a download without
+    /// mirrors, which `pieces_failed` names.
+    let firstURL: String
     /// Attempts made on earlier sources: each source has the retries of `spec.retry`.
     var attemptsBefore = 0
     /// The download is fetched as one stream from now on (too small, no ranges, a source that
@@ -164,6 +167,7 @@ public final class Engine {
       sources =
         job.spec.mirrors.isEmpty
         ? nil : SourceList([TransferSource(url: job.spec.url, hostKey: job.spec.hostKey)] + job.spec.mirrors)
+      firstURL = job.spec.url
       self.job = job
     }
   }
@@ -589,7 +593,7 @@ public final class Engine {
     if built.sources != nil || built.spec.pieces != nil, !cancelled.isSet, case .success(var result) = outcome {
       result.sources = built.sources?.used ?? []
       outcome = .success(result)
-      let writer = PieceWriter(extent: ByteExtent(start: 0, end: result.size), source: built.sources?.current)
+      let writer = PieceWriter(extent: ByteExtent(start: 0, end: result.size), source: built.sources?.current ?? 0)
       switch checkPieces(job, result, writers: [writer], validator: transfer.validator ?? "") {
       case .repairing:
         return

@@ -176,6 +176,7 @@ extension Engine {
     sessionActive[spec.sessionKey, default: 0] += 1
     piece.transfer = transfer
     piece.source = source
+    if let index = from.listIndex { built.sources?.ask(index) }
     download.sources[source].running += 1
     download.started += 1
     observer?.transferSegmentStarted(job, start: piece.next, length: piece.end - piece.next, url: from.url)
@@ -407,7 +408,8 @@ extension Engine {
     let writers = download.pieces.map { piece in
       PieceWriter(
         extent: ByteExtent(start: piece.start, end: piece.next),
-        source: piece.source.flatMap { download.sources[$0].listIndex })
+        // Without mirrors, the download's one source is 0.
+        source: piece.source.map { download.sources[$0].listIndex ?? 0 })
     }
     switch checkPieces(job, result, writers: writers, validator: download.validator) {
     case .repairing:

@@ -1,5 +1,6 @@
 /// Bytes of a finished download and the source that sent them (its index in the job's
-/// `SourceList`; nil when unknown: bytes kept from an earlier run, or a download without mirrors).
+/// `SourceList`, 0 for the one URL of a download without mirrors; nil when unknown: bytes kept
+/// from an earlier run).
 struct PieceWriter {
   var extent: ByteExtent
   var source: Int?
@@ -77,8 +78,9 @@ extension Engine {
       attempts: jobs[job].attempts)
     let blamed = blame.reduce(into: Set<Int>()) { $0.formUnion($1.sources) }
     let sources = built.sources
-    observer?.transferPiecesFailed(
-      job, pieces: bad, urls: blamed.sorted().compactMap { sources?.sources[$0].url }, message: failure.message)
+    // Without mirrors, source 0 is the download's one URL, as it was asked (before redirects).
+    let urls = blamed.sorted().map { index in sources.map { $0.sources[index].url } ?? built.firstURL }
+    observer?.transferPiecesFailed(job, pieces: bad, urls: urls, message: failure.message)
     built.pieceRepairs += 1
     guard built.pieceRepairs <= (sources?.sources.count ?? 1) + 1 else {
       failure.message += ", still after \(built.pieceRepairs - 1) repairs"

@@ -53,6 +53,9 @@ final class SourceList {
   private(set) var bytes: [Int64]
   /// Sources set aside for the rest of the task.
   private(set) var aside: [Bool]
+  /// Sources asked for bytes (a segment), whatever they answered: one that answered a range with
+  /// its whole file gave no byte, but was tried.
+  private(set) var asked: [Bool]
   private(set) var failures: [SourceFailure] = []
   /// Whether the joined file was already fetched again whole after a digest failure.
   private var refetched = false
@@ -61,6 +64,7 @@ final class SourceList {
     self.sources = sources
     bytes = Array(repeating: 0, count: sources.count)
     aside = Array(repeating: false, count: sources.count)
+    asked = Array(repeating: false, count: sources.count)
   }
 
   var url: String { sources[current].url }
@@ -75,6 +79,9 @@ final class SourceList {
 
   /// Bytes a segment fetched from source `index`.
   func received(_ count: Int64, from index: Int) { bytes[index] += count }
+
+  /// A segment was asked of source `index`.
+  func ask(_ index: Int) { asked[index] = true }
 
   /// Whether a failure is the source's own (another source may do better), not the task's or
   /// this machine's.
@@ -151,10 +158,11 @@ final class SourceList {
   /// The report's `sources` when more than one source was tried: each, with the bytes it gave.
   var used: [SourceBytes] { used(all: false) }
 
-  /// The sources tried, with the bytes each gave; `all`: also when only the first was (a download
-  /// fetched in segments lists its sources whatever their number).
+  /// The sources tried (asked, set aside or that gave bytes), with the bytes each gave; `all`: also
+  /// when only the first was (a download fetched in segments lists its sources whatever their
+  /// number).
   func used(all: Bool) -> [SourceBytes] {
-    let tried = sources.indices.filter { $0 == current || aside[$0] || bytes[$0] > 0 }
+    let tried = sources.indices.filter { $0 == current || aside[$0] || asked[$0] || bytes[$0] > 0 }
     guard all || tried != [0] else { return [] }
     return tried.map { SourceBytes(url: sources[$0].url, bytes: bytes[$0]) }
   }
