@@ -220,8 +220,15 @@ import Testing
     let fixture = try RunFixture()
     let backend = fixture.server
     let body = FileResource.versionBytes(7, length: 2_000_000)
+    // Sent in a trickle: when the backend sent its first MB and broke off at once, nginx could reset
+    // the stream before its response head went out, a request lost before any of its response,
+    // which batchdl sends again whole.
     backend.route(
-      "/b.bin", .file(FileResource(body: body, etag: .strong("b7"), dropAfter: 1_000_000, dropTimes: 1)))
+      "/b.bin",
+      .file(
+        FileResource(
+          body: body, etag: .strong("b7"), dropAfter: 1_000_000, dropTimes: 1,
+          trickle: Trickle(chunkBytes: 64 << 10, interval: 0.01))))
     let nginx = try NginxServer(
       serverDirectives: """
             location /proxied/ {

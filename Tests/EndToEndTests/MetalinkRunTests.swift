@@ -291,6 +291,41 @@ import Testing
     #expect(fixture.server.requests(for: "/doc.meta4").count <= 2)
   }
 
+  @Test func aDescriptorIsFetchedWithTheRulesOfEveryTransfer() throws {
+    // The engine fetches it: a stall past timeouts.request fails a try, which goes again; a 206 to
+    // a GET without Range is refused by the body gate; the failure reads as a transfer's.
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(.version(1, length: Self.length)))
+    let document = Array(Self.document([("a.bin", [fixture.server.url("/a.bin")], nil)]).utf8)
+    fixture.server.route(
+      "/stalls.meta4", .file(FileResource(body: document, etag: .strong("s"), stallAfterHeaders: 3, stallTimes: 1)))
+    var partial = FileResource(body: document, etag: .strong("p"))
+    partial.rangeFault = .partial(lower: 0, upper: 99, contentRange: true)
+    fixture.server.route("/partial.meta4", .file(partial))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          timeouts: {request: 1s}
+          retry: {attempts: 2, backoff: 10ms}
+          tasks:
+            - metalink: BASE/stalls.meta4
+              to: one/
+            - metalink: BASE/partial.meta4
+              to: two/
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    #expect(fixture.holds("one/a.bin", Self.one))
+    #expect(fixture.server.requests(for: "/stalls.meta4").count == 2)
+    let failed = try #require(try fixture.tasks()[fixture.server.url("/partial.meta4")])
+    #expect((failed["error"] as? [String: Any])?["code"] as? String == "descriptor")
+    let message = (failed["error"] as? [String: Any])?["message"] as? String ?? ""
+    #expect(message.contains("206"), "\(message)")
+    #expect(!fixture.files().contains { $0.hasPrefix("two/") })
+  }
+
   @Test func aDescriptorNotModifiedUsesTheStoredCopy() throws {
     let fixture = try RunFixture()
     fixture.server.route("/a.bin", .file(.version(1, length: Self.length)))

@@ -43,7 +43,7 @@ public enum DescriptorMode: Sendable {
 }
 
 /// Fetches the documents that `metalink:` entries name by URL, before planning: one bounded GET
-/// each (a conditional one when the state folder holds an earlier copy), outside the engine.
+/// each (a conditional one when the state folder holds an earlier copy), by the transfer engine.
 /// Copies are kept in `StateFolder.descriptors`, written atomically; their names and metadata
 /// hold the URL with user-info and secrets masked, never a secret.
 public enum Descriptors {
@@ -56,11 +56,13 @@ public enum Descriptors {
   public static func prepare(_ manifest: Manifest, state: StateFolder, mode: DescriptorMode) -> DescriptorSet {
     let redactor = Redactor(secrets: manifest.secrets)
     var set = DescriptorSet()
-    for session in manifest.sessions {
+    var pending: [(key: String, stored: StoredDescriptor?, masked: String, files: (body: String, meta: String))] = []
+    var requests: [DescriptorRequest] = []
+    for (index, session) in manifest.sessions.enumerated() {
       for entry in session.tasks {
         guard case .metalink(let spec) = entry, spec.isURL else { continue }
         let key = DescriptorSet.key(of: spec.document, for: session, in: manifest)
-        guard set.documents[key] == nil else { continue }
+        guard set.documents[key] == nil, !pending.contains(where: { $0.key == key }) else { continue }
         let masked = redactor.url(spec.document)
         let files = state.descriptor(
           maskedURL: masked, connection: session.connectionIdentity(relativeTo: manifest.absoluteDirectory))
@@ -71,15 +73,20 @@ public enum Descriptors {
             stored.map { FetchedDocument(outcome: .storedCopy, body: $0.body) } ?? FetchedDocument(outcome: .missing)
         case .fetch:
           let merged = session.headers.merged(with: spec.headers)
-          let answer = DescriptorFetch(
-            url: spec.document, headers: merged.map { "\($0.name): \($0.value)" },
-            originOnly: redactor.originOnly(merged), timeouts: session.timeouts, retry: session.retry,
-            insecure: session.insecure, tls: session.tls, httpVersion: session.network.httpVersion
-          ).run(conditional: stored?.meta)
-          set.documents[key] = settle(
-            answer, stored: stored, masked: masked, files: files, redactor: redactor)
+          pending.append((key, stored, masked, files))
+          requests.append(
+            DescriptorRequest(
+              url: spec.document, headers: merged.map { "\($0.name): \($0.value)" },
+              originOnly: redactor.originOnly(merged), session: session, sessionIndex: index,
+              conditional: stored?.meta))
         }
       }
+    }
+    guard !requests.isEmpty else { return set }
+    let answers = DescriptorFetch(requests).run()
+    for (item, answer) in zip(pending, answers) {
+      set.documents[item.key] = settle(
+        answer, stored: item.stored, masked: item.masked, files: item.files, redactor: redactor)
     }
     return set
   }
@@ -165,182 +172,123 @@ struct StoredDescriptor {
   }
 }
 
-/// One bounded GET of a descriptor with libcurl's easy interface: http and https only, at most 10
-/// redirects, the session's idle and total timeouts, at most `Descriptors.maxBytes`, retried as
-/// the session's `retry` says (up to 5 tries) on connection failures, timeouts, 429 and 5xx.
-struct DescriptorFetch {
+/// What one descriptor's GET needs: its URL and headers, its session's settings, and the stored
+/// copy's validators.
+struct DescriptorRequest {
+  var url: String
+  var headers: [String]
+  /// Headers that stay with the document's origin (secrets).
+  var originOnly: Set<String>
+  var session: Session
+  var sessionIndex: Int
+  var conditional: DescriptorMeta?
+
+  /// The budget of the whole fetch, every try and pause included: `timeouts.resource`, else
+  /// 2 minutes, and never more than 10 minutes. A server that drips a few bytes a second can hold
+  /// a fetch no longer than this before planning goes on.
+  var budget: Interval {
+    let resource = session.timeouts.resource.map(\.milliseconds) ?? 120_000
+    return Interval(milliseconds: max(1, min(resource, 600_000)))
+  }
+
+  /// The request as a transfer of the engine: GET into memory (at most `Descriptors.maxBytes`),
+  /// the session's idle limit, TLS and HTTP version, its retry policy (at most 5 tries) within
+  /// the budget, conditional on the stored copy, the secrets with the document's origin.
+  var spec: TransferSpec {
+    let network = session.network
+    var retry = session.retry
+    retry.attempts = max(1, min(retry.attempts, 5))
+    let host = (try? URLNormalizer().normalize(url).get())?.authority ?? url
+    var spec = TransferSpec(
+      method: "GET", url: url, headers: headers, body: .none,
+      target: .memory(limit: Int64(Descriptors.maxBytes), spill: nil), requestTimeout: session.timeouts.request,
+      resourceTimeout: budget, retry: retry, rateLimit: network.rateLimit, hostKey: host,
+      hostLimit: network.maxConnectionsPerHost, sessionKey: sessionIndex, sessionLimit: network.maxConcurrent,
+      insecure: session.insecure)
+    spec.tls = session.tls
+    spec.httpVersion = network.httpVersion
+    spec.decodeContent = true
+    spec.originOnlyHeaders = originOnly
+    spec.headerOrigin = TransferSpec.origin(of: url)
+    if let conditional { spec.conditional = .init(etag: conditional.etag, lastModified: conditional.lastModified) }
+    return spec
+  }
+}
+
+/// Fetches descriptors as jobs of the transfer engine, like every other request: the body gate,
+/// the origin rule for secrets (redirects followed by batchdl when the request carries one), the
+/// idle limit, the retry policy and the failure codes are those of every transfer; the sessions'
+/// caps apply. All of a manifest's documents are fetched at once, before planning.
+final class DescriptorFetch: TransferJobSource, TransferObserver {
   enum Answer {
     case body([UInt8], etag: String?, lastModified: String?)
     case notModified
     case failed(String)
   }
 
-  var url: String
-  var headers: [String]
-  /// Headers that stay with the document's origin: with any, batchdl follows redirects itself and
-  /// drops them at a hop to another origin, as for every other request.
-  var originOnly: Set<String> = []
-  var timeouts: Timeouts
-  var retry: RetryPolicy
-  var insecure: Bool
-  var tls: TLSSettings
-  var httpVersion: HTTPVersion
+  private let requests: [DescriptorRequest]
+  private var outcomes: [Result<TransferResult, TransferFailure>?]
 
-  /// The whole fetch's budget, every try and pause included: `timeouts.resource`, else 2 minutes,
-  /// and never more than 10 minutes. A server that drips a few bytes a second can hold a fetch no
-  /// longer than this before planning goes on.
-  var budgetMilliseconds: Int {
-    let resource = timeouts.resource.map { Int(clamping: $0.milliseconds) } ?? 120_000
-    return max(1, min(resource, 600_000))
+  init(_ requests: [DescriptorRequest]) {
+    self.requests = requests
+    outcomes = Array(repeating: nil, count: requests.count)
   }
 
-  func run(conditional: DescriptorMeta?) -> Answer {
-    let tries = max(1, min(retry.attempts, 5))
-    let deadline = ContinuousClock.now + .milliseconds(budgetMilliseconds)
-    var last = Answer.failed("not tried")
-    for attempt in 1...tries {
-      let left = ContinuousClock.now.duration(to: deadline)
-      let leftMilliseconds =
-        Int(left.components.seconds) * 1000 + Int(left.components.attoseconds / 1_000_000_000_000_000)
-      guard leftMilliseconds > 0 else { break }
-      let (answer, retryable) = once(conditional: conditional, milliseconds: leftMilliseconds)
-      last = answer
-      guard retryable, attempt < tries else { break }
-      let pause = min(max(retry.backoff.milliseconds, 0), 2000) << min(attempt - 1, 4)
-      let wait = min(Int(pause), 2000, max(0, leftMilliseconds - 1))
-      usleep(useconds_t(wait * 1000))
-    }
-    return last
-  }
-
-  /// One try: the request and, when batchdl follows redirects itself, its hops (at most 10).
-  private func once(conditional: DescriptorMeta?, milliseconds: Int) -> (Answer, retryable: Bool) {
-    var hop = TransferSpec(
-      method: "GET", url: url, headers: headers, body: .none, target: .memory(limit: 0, spill: nil),
-      requestTimeout: timeouts.request, resourceTimeout: nil, retry: retry, rateLimit: nil, hostKey: "", hostLimit: 1,
-      sessionKey: 0, sessionLimit: 1)
-    hop.originOnlyHeaders = originOnly
-    hop.headerOrigin = TransferSpec.origin(of: url)
-    for _ in 0...10 {
-      let (answer, retryable, location) = request(hop, conditional: conditional, milliseconds: milliseconds)
-      guard let (status, next) = location else { return (answer, retryable) }
-      switch hop.following(next, status: status) {
-      case .success(let spec): hop = spec
-      case .failure(let failure): return (.failed(failure.message), false)
-      }
-    }
-    return (.failed("more than 10 redirects"), false)
-  }
-
-  private func request(
-    _ spec: TransferSpec, conditional: DescriptorMeta?, milliseconds: Int
-  ) -> (Answer, retryable: Bool, redirect: (status: Int, location: String)?) {
-    let sink = DescriptorSink()
-    let url = spec.url
+  /// The answer of each request, in order.
+  func run() -> [Answer] {
     do {
-      let easy = try EasyHandle()
-      try easy.set(CURLOPT_URL, url)
-      try easy.allowHTTPOnly()
-      try easy.set(CURLOPT_FOLLOWLOCATION, spec.followsRedirectsItself ? 0 : 1)
-      try easy.set(CURLOPT_MAXREDIRS, 10)
-      try easy.set(CURLOPT_NOSIGNAL, 1)
-      try easy.setSecurity(url: url, httpVersion: httpVersion, tls: tls, insecure: insecure)
-      let idle = max(1, Int(clamping: timeouts.request.milliseconds))
-      try easy.set(CURLOPT_CONNECTTIMEOUT_MS, idle)
-      // Less than 1 KiB a second over the idle limit fails a try (a document is at most 8MB);
-      // each try gets what is left of the fetch's budget.
-      try easy.set(CURLOPT_LOW_SPEED_LIMIT, 1024)
-      try easy.set(CURLOPT_LOW_SPEED_TIME, max(1, idle / 1000))
-      try easy.set(CURLOPT_TIMEOUT_MS, max(1, milliseconds))
-      try easy.set(CURLOPT_ACCEPT_ENCODING, "")
-      var lines = spec.headersForURL
-      if let etag = conditional?.etag {
-        lines.append("If-None-Match: \(etag)")
-      } else if let date = conditional?.lastModified {
-        lines.append("If-Modified-Since: \(date)")
-      }
-      try easy.set(CURLOPT_HTTPHEADER, list: lines)
-      let context = Unmanaged.passUnretained(sink).toOpaque()
-      try easy.set(CURLOPT_WRITEDATA, pointer: context)
-      try easy.setCallback(CURLOPT_WRITEFUNCTION, DescriptorSink.bodyCallback)
-      try easy.set(CURLOPT_HEADERDATA, pointer: context)
-      try easy.setCallback(CURLOPT_HEADERFUNCTION, DescriptorSink.headerCallback)
-      let code = withExtendedLifetime(sink) { curl_easy_perform(easy.raw) }
-      if sink.tooLarge {
-        return (.failed("it is larger than \(ByteSize.format(Int64(Descriptors.maxBytes)))"), false, nil)
-      }
-      guard code == CURLE_OK else {
-        // The same words as a transfer's (a TLS failure names the setting that answers it).
-        let failure = FailureClassifier.classify(code, message: easy.message(for: code))
-        return (.failed(failure.message), FailureClassifier.isRetryable(failure), nil)
-      }
-      let status = easy.info(CURLINFO_RESPONSE_CODE)
-      switch status {
-      case 200:
-        return (.body(sink.body, etag: sink.etag, lastModified: sink.lastModified), false, nil)
-      case 304 where conditional != nil:
-        return (.notModified, false, nil)
-      case 301, 302, 303, 307, 308:
-        guard spec.followsRedirectsItself else {
-          return (.failed("the server answered HTTP \(status)"), false, nil)
-        }
-        guard let location = easy.info(string: CURLINFO_REDIRECT_URL) else {
-          return (.failed("the server answered HTTP \(status) without a Location"), false, nil)
-        }
-        return (.failed("HTTP \(status)"), false, (status, location))
-      default:
-        return (.failed("the server answered HTTP \(status)"), status == 429 || status >= 500, nil)
-      }
+      let engine = try Engine(jobs: self, globalLimit: 16, observer: self)
+      try engine.run()
     } catch {
-      return (.failed(error.message), false, nil)
+      return requests.map { _ in .failed("the transfer engine failed: \(error)") }
+    }
+    return outcomes.map { outcome in
+      switch outcome {
+      case .success(let result) where result.notModified:
+        return .notModified
+      case .success(let result):
+        // A validator past the cap is not kept (the copy's metadata must stay readable): the copy
+        // is then fetched whole each time, and still used when a fetch fails.
+        func kept(_ value: String?) -> String? {
+          guard let value, !value.isEmpty, value.utf8.count <= Descriptors.maxValidatorBytes else { return nil }
+          return value
+        }
+        return .body(
+          result.body ?? [], etag: kept(result.head["etag"]), lastModified: kept(result.head["last-modified"]))
+      case .failure(let failure):
+        return .failed(failure.message)
+      case nil:
+        return .failed("not fetched")
+      }
     }
   }
-}
 
-/// Collects a descriptor's body (up to `Descriptors.maxBytes`) and the validators of the last
-/// response (redirects included).
-private final class DescriptorSink {
-  var body: [UInt8] = []
-  var etag: String?
-  var lastModified: String?
-  var tooLarge = false
+  // MARK: - TransferJobSource
 
-  func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
-    guard body.count + bytes.count <= Descriptors.maxBytes else {
-      tooLarge = true
-      return 0
-    }
-    body.append(contentsOf: bytes)
-    return bytes.count
+  var count: Int { requests.count }
+
+  func queue(of job: Int) -> TransferQueue {
+    let spec = requests[job].spec
+    return TransferQueue(
+      session: spec.sessionKey, host: spec.hostKey, sessionLimit: spec.sessionLimit, hostLimit: spec.hostLimit)
   }
 
-  func header(_ bytes: UnsafeRawBufferPointer) -> Int {
-    let line = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-    if line.hasPrefix("HTTP/") {
-      etag = nil
-      lastModified = nil
-      body.removeAll()
-    } else if let colon = line.firstIndex(of: ":") {
-      let name = line[..<colon].lowercased()
-      let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-      // A validator past the cap is not kept (the copy's metadata must stay readable): the copy is
-      // then fetched whole each time, and still used when a fetch fails.
-      let kept = !value.isEmpty && value.utf8.count <= Descriptors.maxValidatorBytes
-      if name == "etag", kept { etag = value }
-      if name == "last-modified", kept { lastModified = value }
-    }
-    return bytes.count
-  }
+  func dependencies(of job: Int) -> [Int] { [] }
 
-  static let bodyCallback: ccurl_data_callback = { data, size, count, context in
-    guard let context else { return 0 }
-    let sink = Unmanaged<DescriptorSink>.fromOpaque(context).takeUnretainedValue()
-    return sink.receive(UnsafeRawBufferPointer(start: data, count: size * count))
-  }
+  func makeJob(_ job: Int) -> TransferJob { TransferJob(spec: requests[job].spec) }
 
-  static let headerCallback: ccurl_data_callback = { data, size, count, context in
-    guard let context else { return 0 }
-    let sink = Unmanaged<DescriptorSink>.fromOpaque(context).takeUnretainedValue()
-    return sink.header(UnsafeRawBufferPointer(start: data, count: size * count))
+  // MARK: - TransferObserver
+
+  var wantsResponses: Bool { false }
+  func transferReceivedResponse(_ job: Int, head: ResponseHead) {}
+  func transferBecameDownload(_ job: Int) {}
+  func transferWillRetry(_ job: Int, after delay: Interval, failure: TransferFailure) {}
+  func transferCompleted(
+    _ job: Int, outcome: Result<TransferResult, TransferFailure>, spent: Int64, started: UInt64?, ended: UInt64
+  ) {
+    outcomes[job] = outcome
   }
+  func transferTick(active: [ActiveTransfer]) {}
+  func transferCheckpoints(_ checkpoints: [TransferCheckpoint]) {}
+  func settle() {}
 }
