@@ -660,28 +660,21 @@ final class RunBookkeeper: TransferObserver {
 
   private func expectationProblem(_ task: PlannedTask, _ result: TransferResult) -> (FailureCode, String)? {
     guard let expected = plan.expectation(of: task) else { return nil }
-    if let size = expected.size, size != result.size {
+    // The task's size and whole-file digest (its pieces were the engine's to check, by the same rule).
+    let check = BodyCheck(size: expected.size, digest: expected.digest)
+    switch check.verdict(size: result.size, sha256: result.sha256, body: result.checkedBody ?? .memory([])) {
+    case .wrongSize(let size):
       return (.sizeMismatch, "expected \(size) bytes, received \(result.size); nothing was written to 'to'")
-    }
-    guard let digest = expected.digest else { return nil }
-    let received: String?
-    if digest.algorithm == .sha256 {
-      received = result.sha256
-    } else if let file = result.file {
-      received = FileDigest.hex(of: file, algorithm: digest.algorithm)
-    } else {
-      received = FileDigest.hex(of: result.body ?? [], algorithm: digest.algorithm)
-    }
-    guard let received else {
-      return (
-        .read, "cannot read the received file to check its \(digest.algorithm.rawValue); nothing was written to 'to'"
-      )
-    }
-    if received != digest.hex {
+    case .wrongDigest(let received):
+      guard let digest = expected.digest else { return nil }
       let name = digest.algorithm == .sha256 ? "sha256" : digest.algorithm.rawValue
       return (.checksumMismatch, "expected \(name) \(digest.hex), received \(received); nothing was written to 'to'")
+    case .unreadable:
+      let algorithm = expected.digest?.algorithm.rawValue ?? "digest"
+      return (.read, "cannot read the received file to check its \(algorithm); nothing was written to 'to'")
+    case .nothingExpected, .verified, .piecesDoNotFit, .badPieces:
+      return nil
     }
-    return nil
   }
 
 }

@@ -29,34 +29,41 @@ extension Engine {
 
   func checkPieces(_ job: Int, _ result: TransferResult, writers: [PieceWriter], validator: String) -> PieceVerdict {
     let built = built(job)
-    guard let digests = built.spec.pieces, !cancelled.isSet,
-      built.spec.expectedSHA256.map({ $0.lowercased() != result.withDigest().sha256 }) ?? true
-    else { return .unchecked }
-    // A body that does not fit its pieces is not the file they describe, whatever its bytes.
-    guard digests.fits(total: result.size) else {
+    guard let digests = built.spec.pieces, !cancelled.isSet else { return .unchecked }
+    let check = BodyCheck(
+      digest: built.spec.expectedSHA256.map { ExpectedDigest(algorithm: .sha256, hex: $0) }, pieces: digests)
+    let result = result.withDigest()
+    let bad: [Int]
+    switch check.verdict(size: result.size, sha256: result.sha256, body: result.checkedBody ?? .memory([])) {
+    case .verified, .nothingExpected, .wrongSize:
+      return .verified
+    case .wrongDigest:
+      // Every piece passes, the whole digest fails: which bytes are wrong is unknown (the caller's
+      // check of the whole body decides).
+      return .unchecked
+    case .piecesDoNotFit:
+      // A body that does not fit its pieces is not the file they describe, whatever its bytes.
       return .failed(
         TransferFailure(
           code: .sizeMismatch,
           message:
             "the body of \(result.size) bytes does not fit its \(digests.hashes.count) pieces of \(digests.length) bytes",
           attempts: jobs[job].attempts))
-    }
-    if let body = result.body {
-      // A small file kept in memory: checked there; pieces that fail fail the source whole.
-      guard let bad = digests.mismatches(in: body), !bad.isEmpty else { return .verified }
-      return .failed(
-        TransferFailure(
-          code: .checksumMismatch,
-          message: "\(digests.describe(bad)) do not match their \(digests.algorithm.rawValue) digests",
-          attempts: jobs[job].attempts))
-    }
-    guard let path = result.file, let bad = digests.mismatches(in: path, total: result.size) else {
+    case .unreadable:
       return .failed(
         TransferFailure(
           code: .read, message: "cannot read the downloaded file back to check its pieces",
           attempts: jobs[job].attempts))
+    case .badPieces(let pieces) where result.file == nil:
+      // A small file kept in memory: pieces that fail fail the source whole.
+      return .failed(
+        TransferFailure(
+          code: .checksumMismatch,
+          message: "\(digests.describe(pieces)) do not match their \(digests.algorithm.rawValue) digests",
+          attempts: jobs[job].attempts))
+    case .badPieces(let pieces):
+      bad = pieces
     }
-    guard !bad.isEmpty else { return .verified }
     // Each bad piece with the sources that sent bytes of it; pieces near each other that the same
     // sources sent are one range: a few good bytes again cost less than a request each (a document
     // of 1-byte pieces made thousands).

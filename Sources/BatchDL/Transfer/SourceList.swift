@@ -99,17 +99,21 @@ final class SourceList {
 
   /// What is wrong with a complete body against the expected size and digest, if anything.
   static func contentProblem(_ result: TransferResult, spec: TransferSpec) -> TransferFailure? {
-    if let size = spec.expectedSize, result.size != size {
+    let check = BodyCheck(
+      size: spec.expectedSize, digest: spec.expectedSHA256.map { ExpectedDigest(algorithm: .sha256, hex: $0) })
+    let result = result.withDigest()
+    switch check.verdict(size: result.size, sha256: result.sha256, body: result.checkedBody ?? .memory([])) {
+    case .wrongSize(let size):
       return TransferFailure(
         code: .sizeMismatch, message: "the source sent \(result.size) bytes where size: says \(size)",
         attempts: result.attempts)
-    }
-    if let expected = spec.expectedSHA256, result.withDigest().sha256 != expected.lowercased() {
+    case .wrongDigest:
       return TransferFailure(
-        code: .checksumMismatch, message: "the bytes do not have the expected SHA-256 \(expected)",
+        code: .checksumMismatch, message: "the bytes do not have the expected SHA-256 \(spec.expectedSHA256 ?? "")",
         attempts: result.attempts)
+    case .nothingExpected, .verified, .piecesDoNotFit, .badPieces, .unreadable:
+      return nil
     }
-    return nil
   }
 
   /// Whether bytes of more than one source went into the file a result describes.

@@ -240,6 +240,9 @@ public struct TransferResult: Sendable {
   public var sources: [SourceBytes] = []
 
   /// The result with `sha256` computed from `body` where the engine left that to the run.
+  /// Where the body is, for `BodyCheck`: the file, else the bytes in memory.
+  public var checkedBody: BodyCheck.Body? { file.map { .file($0) } ?? body.map { .memory($0) } }
+
   public func withDigest() -> TransferResult {
     guard sha256.isEmpty, !notModified, let body else { return self }
     var result = self
