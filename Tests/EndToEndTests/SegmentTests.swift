@@ -225,4 +225,34 @@ import Testing
     #expect(fixture.holds("seg.bin", Self.body))
     #expect(!fixture.server.requests(for: "/m/seg.bin").isEmpty, "the mirror was asked")
   }
+
+  /// The file is replaced on the server while its segments are being fetched, without a digest to
+  /// tell: whether the server answers the old `If-Range` with its new whole file (as it should) or
+  /// with a `206` of the new version (ignoring `If-Range`), what is placed is one version whole,
+  /// never bytes of both.
+  @Test(arguments: [false, true])
+  func aFileReplacedDuringItsSegmentsIsNeverSpliced(serverIgnoresIfRange: Bool) throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/seg.bin", .file(Self.capped(1_000_000)))
+    fixture.manifest(Self.manifest(segments: 4))
+    let process = try fixture.start(["--report", "report.json"])
+    // Once ranges are under way (and before the file is done: 4 MiB at 1 MB/s per connection).
+    let deadline = Date().addingTimeInterval(30)
+    func ranged() -> Int {
+      fixture.server.exchanges(for: "/seg.bin").filter { $0.range != nil && $0.bytesSent > 0 }.count
+    }
+    while Date() < deadline && ranged() < 2 { usleep(10_000) }
+    #expect(ranged() >= 2 && !fixture.folder.exists("seg.bin"), "the file was replaced while ranges were under way")
+    var replaced = FileResource.version(2, length: Self.length, rateLimit: 4_000_000)
+    replaced.ignoreIfRange = serverIgnoresIfRange
+    fixture.server.route("/seg.bin", .file(replaced))
+    process.waitUntilExit()
+    let placed = fixture.bytes("seg.bin")
+    let two = FileResource.versionBytes(2, length: Self.length)
+    if process.terminationStatus == 0 {
+      #expect(placed == two || placed == Self.body, "a spliced file was placed")
+    } else {
+      #expect(placed == nil)
+    }
+  }
 }
