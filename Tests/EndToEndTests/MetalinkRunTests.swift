@@ -198,6 +198,36 @@ import Testing
     #expect(outcome.output.contains("the document declares encoding 'UTF-32'"), "\(outcome.output)")
   }
 
+  @Test func aServedDocumentInUTF32FailsItsEntryAndEveryCommandStillWorks() throws {
+    // Its stored copy crashed status, validate and even cache clear --yes.
+    let fixture = try RunFixture()
+    fixture.server.route(
+      "/doc.meta4",
+      .file(
+        FileResource(
+          text: "<?xml version=\"1.0\" encoding=\"UTF-32\"?>\n<metalink xmlns=\"urn:ietf:params:xml:ns:metalink\"/>\n",
+          etag: .strong("u"))))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - metalink: BASE/doc.meta4
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    let failed = try #require(try fixture.tasks()[fixture.server.url("/doc.meta4")])
+    #expect((failed["error"] as? [String: Any])?["code"] as? String == "descriptor")
+    for command in [
+      ["status", "manifest.yaml"], ["validate", "manifest.yaml"], ["cache", "clear", "manifest.yaml", "--yes"],
+    ] {
+      let result = try BinaryRunner.run(command, in: fixture.folder.path)
+      #expect([0, 1].contains(result.status), "\(command): \(result.status) \(result.output)")
+    }
+    #expect(try fixture.run().status == 1)
+  }
+
   @Test func aDescriptorThatCannotBeFetchedFailsOnlyItsTasks() throws {
     let fixture = try RunFixture()
     fixture.server.route("/doc.meta4", .status(500))
