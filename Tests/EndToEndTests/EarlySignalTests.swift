@@ -43,41 +43,17 @@ import Testing
     let pid: pid_t
 
     init(_ fixture: RunFixture) throws {
-      var actions = posix_spawn_file_actions_t()
-      posix_spawn_file_actions_init(&actions)
-      defer { posix_spawn_file_actions_destroy(&actions) }
-      posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-      posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-      posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-      var attributes = posix_spawnattr_t()
-      posix_spawnattr_init(&attributes)
-      defer { posix_spawnattr_destroy(&attributes) }
-      posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-      var none = sigset_t()
-      sigemptyset(&none)
-      posix_spawnattr_setsigmask(&attributes, &none)
-      var all = sigset_t()
-      sigfillset(&all)
-      posix_spawnattr_setsigdefault(&attributes, &all)
-      let arguments = [
-        BinaryRunner.executable, "run", fixture.folder.path + "/manifest.yaml", "--report",
-        fixture.folder.path + "/report.json", "--progress", "never", "--quiet",
-      ]
-      var argv = arguments.map { strdup($0) }
-      argv.append(nil)
-      var envp = ProcessInfo.processInfo.environment.map { strdup($0.key + "=" + $0.value) }
-      envp.append(nil)
-      defer { for pointer in argv + envp { free(pointer) } }
-      var pid: pid_t = 0
-      let code = posix_spawn(&pid, BinaryRunner.executable, &actions, &attributes, argv, envp)
-      guard code == 0 else { throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO) }
-      self.pid = pid
+      pid = try CleanSpawn.start(
+        BinaryRunner.executable,
+        [
+          "run", fixture.folder.path + "/manifest.yaml", "--report", fixture.folder.path + "/report.json",
+          "--progress", "never", "--quiet",
+        ])
     }
 
     /// How it ended: `exit N` or `signal N`.
     func wait() -> String {
-      var status: Int32 = 0
-      while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+      let status = CleanSpawn.wait(pid)
       let signal = status & 0x7f
       return signal == 0 ? "exit \((status >> 8) & 0xff)" : "signal \(signal)"
     }

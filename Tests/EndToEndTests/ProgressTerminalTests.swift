@@ -41,35 +41,12 @@ final class TerminalPane {
   @discardableResult
   func command(_ arguments: [String]) throws -> String {
     let path = outputs.path + "/output"
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-    var none = sigset_t()
-    sigemptyset(&none)
-    posix_spawnattr_setsigmask(&attributes, &none)
-    var all = sigset_t()
-    sigfillset(&all)
-    posix_spawnattr_setsigdefault(&attributes, &all)
     var environment = ProcessInfo.processInfo.environment
     environment["TMUX"] = nil
     environment["LC_ALL"] = "C.UTF-8"
-    var argv = ([Self.tmux ?? "tmux", "-L", socket] + arguments).map { strdup($0) }
-    argv.append(nil)
-    var envp = environment.map { strdup($0.key + "=" + $0.value) }
-    envp.append(nil)
-    defer { for pointer in argv + envp { free(pointer) } }
-    var pid: pid_t = 0
-    let code = posix_spawn(&pid, Self.tmux ?? "tmux", &actions, &attributes, argv, envp)
-    guard code == 0 else { throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO) }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    let pid = try CleanSpawn.start(
+      Self.tmux ?? "tmux", ["-L", socket] + arguments, stdout: path, environment: environment)
+    _ = CleanSpawn.wait(pid)
     return (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
   }
 
