@@ -43,10 +43,17 @@ import Testing
               to: m/
       """)
     let outcome = try fixture.run()
-    #expect(outcome.status == 0, "\(outcome.stderr)")
+    // The file left out is a failed entry: the mirror does not silently lack it.
+    #expect(outcome.status == 1, "\(outcome.stderr)")
     #expect(fixture.holds("m/a.bin", Self.one))
     #expect(fixture.holds("m/sub/b.bin", Self.two))
     #expect(!fixture.files().contains { $0.contains("evil") })
+    let tasks = try fixture.tasks()
+    let failed = try #require(tasks["doc.meta4#../evil.bin"], "\(tasks.keys.sorted())")
+    let error = failed["error"] as? [String: Any]
+    #expect(error?["code"] as? String == "unsafe-path")
+    let message = error?["message"] as? String ?? ""
+    #expect(message.contains("doc.meta4:4:3"), "\(message)")
     #expect(
       outcome.stderr.contains("doc.meta4:4:3: warning: file name '../evil.bin' contains '..'"), "\(outcome.stderr)")
   }

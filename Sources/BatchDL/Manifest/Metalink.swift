@@ -149,10 +149,23 @@ public struct MetalinkDocument: Sendable {
   public var version: Version?
   /// Files in document order. A file with an error is left out; the others are unaffected.
   public var files: [MetalinkFile]
+  /// The files left out, in document order: each fails in a run as an entry of its own.
+  public var leftOut: [LeftOutFile] = []
   /// Errors and warnings, at `FILE:LINE:COLUMN` of the element concerned, in document order.
   public var diagnostics: [Diagnostic]
 
   public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
+}
+
+/// A `<file>` a document lists that is left out, and why.
+public struct LeftOutFile: Sendable, Equatable {
+  /// The name as the document gives it (nil when it gives none).
+  public var name: String?
+  public var mark: SourceMark
+  /// The name itself is refused (absolute, `..`, a control character...), not the rest of the file.
+  public var unsafeName: Bool
+  /// The diagnostic's message (names escaped).
+  public var message: String
 }
 
 /// Reads Metalink 4 (RFC 5854) and Metalink 3 documents with libxml2 (through `XMLParser`).
@@ -286,7 +299,9 @@ public enum Metalink {
     guard let version = reader.version else {
       return failed(start, "the document is empty: a Metalink document has a <metalink> element")
     }
-    return MetalinkDocument(version: version, files: reader.files, diagnostics: reader.diagnostics.items)
+    var document = MetalinkDocument(version: version, files: reader.files, diagnostics: reader.diagnostics.items)
+    document.leftOut = reader.leftOut
+    return document
   }
 }
 
@@ -388,6 +403,8 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
     var pieces: [MetalinkPieces] = []
     /// `<url>` elements met, those ignored included.
     var urlCount = 0
+    /// The first error reported inside it.
+    var problem: String?
     /// An error was reported inside it: it is left out.
     var broken = false
   }
@@ -411,6 +428,8 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
   var files: [MetalinkFile] = []
   /// Names by their bytes: NFC and NFD spellings of a name are two files.
   var names: [ByteString: SourceMark] = [:]
+  /// Files left out, for `MetalinkDocument.leftOut`.
+  var leftOut: [LeftOutFile] = []
   /// A problem that makes the whole document unusable (not Metalink).
   var fatal: Problem?
   /// The first XML error libxml2 reported.
@@ -581,6 +600,7 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
   func error(_ mark: SourceMark, _ message: String) {
     diagnostics.error(mark, message)
     file?.broken = true
+    if file != nil, file?.problem == nil { file?.problem = "\(mark): \(message)" }
   }
 
   /// A value of the document, quoted and escaped, at most 40 characters of it.
@@ -797,21 +817,27 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
     file = nil
     let mark = draft.mark
     var name = ""
+    func leaveOut(_ message: String, unsafeName: Bool = false) {
+      leftOut.append(LeftOutFile(name: draft.name, mark: mark, unsafeName: unsafeName, message: message))
+    }
     switch Self.checkName(draft.name) {
     case .success(let value): name = value
     case .failure(let problem):
       error(mark, problem.message + "; this file is left out")
+      leaveOut(problem.message, unsafeName: draft.name?.isEmpty == false)
       return
     }
     let shown = "'\(ShownText.escaped(name, limit: 200))'"
     let key = ByteString(name)
     if let first = names[key] {
       error(mark, "file \(shown) is listed twice (first at line \(first.line)); the second is left out")
+      leaveOut("file \(shown) is listed twice (first at line \(first.line))")
       return
     }
     names[key] = mark
     if draft.broken {
       diagnostics.warning(mark, "file \(shown) is left out because of the errors above")
+      leaveOut(draft.problem ?? "file \(shown) has errors")
       return
     }
     if let size = draft.size {
@@ -820,6 +846,7 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
           pieces.mark,
           "<pieces> of \(shown) lists \(pieces.hashes.count) hashes, but \(size) bytes in pieces of \(pieces.length) make \(pieces.count(forSize: size)); this file is left out"
         )
+        leaveOut("<pieces> of \(shown) do not fit its <size>")
         return
       }
     }
@@ -830,6 +857,7 @@ private final class MetalinkReader: NSObject, XMLParserDelegate {
     }.map(\.source)
     guard !sources.isEmpty else {
       error(mark, "file \(shown) has no http or https <url>; this file is left out")
+      leaveOut("file \(shown) has no http or https <url>")
       return
     }
     let hashes = draft.hashes.sorted { $0.algorithm < $1.algorithm }

@@ -163,10 +163,10 @@ public struct Plan: Sendable {
   public var expectations: [TaskExpectation] = []
   /// Documents given by URL (`metalink:`), in manifest order.
   public var descriptors: [PlannedDescriptor] = []
-  /// Files of documents that were left out because their destination clashes with another task's
-  /// (the same file, or a file where the other needs a folder): each fails in the run as one task
-  /// with `conflict`, its id the document and the name (`DOCUMENT#NAME`). It has no request and is
-  /// not in `tasks`.
+  /// Files of documents that were left out: a name that is refused (`unsafe-path`), a `<file>`
+  /// the document gets wrong (`descriptor`), a destination that clashes with another task's
+  /// (`conflict`). Each fails in the run as one task, its id the document and the name
+  /// (`DOCUMENT#NAME`); it has no request and is not in `tasks`.
   public var refusedFiles: [RefusedFile] = []
   /// Requests whose tasks wait (`after:`) for an id no task has, in a plan that a failed document
   /// left without that document's files: the id, and the document that failed. They fail with

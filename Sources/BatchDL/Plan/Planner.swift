@@ -93,6 +93,7 @@ private struct PlanBuilder {
   var documentFileOfTask: [Int32: DocumentFile] = [:]
   /// See `Plan.refusedFiles`.
   var refusedFiles: [RefusedFile] = []
+  var refusedIDs = Set<String>()
   var resolvedAfter: [Int32: [(task: Int32, ref: TaskReference)]] = [:]
   var merged = 0
   /// The manifest had errors already: some tasks are missing, so unknown ids are expected.
@@ -359,6 +360,12 @@ private struct PlanBuilder {
         diagnostic.severity == .error && !diagnostic.message.hasSuffix("left out")
           ? diagnostic.message + "; this file is left out" : diagnostic.message)
     }
+    // Each file the document lists but that is left out fails in the run as an entry of its own.
+    for file in document.leftOut {
+      refuse(
+        file.name, of: spec, session: sessionIndex, entry: entryIndex, at: file.mark,
+        code: file.unsafeName ? .unsafePath : .descriptor, file.message)
+    }
     var folder = ""
     if let to = spec.to {
       switch PathRules.normalize(to, allowAbsolute: false) {
@@ -383,27 +390,29 @@ private struct PlanBuilder {
       guard let first = sources.first else {
         diagnostics.warning(
           file.mark, "file '\(ShownText.escaped(file.name, limit: 200))' has no usable <url>; this file is left out")
+        refuse(
+          file.name, of: spec, session: sessionIndex, entry: entryIndex, at: file.mark, code: .descriptor,
+          "file has no usable <url>")
         continue
       }
       let documentFile = DocumentFile(
         session: Int32(sessionIndex), entry: Int32(entryIndex), name: Array(file.name.utf8))
       if let clash = clashingFiles[documentFile] {
-        let message = "file '\(file.name)' is left out: \(clash)"
+        let message = "file '\(ShownText.escaped(file.name, limit: 200))' is left out: \(clash)"
         diagnostics.warning(file.mark, message)
-        let shown = redactor.url(spec.document) + "#" + file.name
-        refusedFiles.append(
-          RefusedFile(
-            task: PlannedTask(
-              session: Int32(sessionIndex), entry: Int32(entryIndex), line: 0, kind: .download, request: -1,
-              nextSharing: -1, id: text.append(shown), url: text.append(first.written), to: .none),
-            code: .conflict, message: redactor.text(message)))
+        refuse(file.name, of: spec, session: sessionIndex, entry: entryIndex, at: file.mark, code: .conflict, message)
         continue
       }
+      let warned = diagnostics.items.count
       guard
         let destination = resolveDestination(
           session: session, to: PathRules.join(folder, file.name), isFolder: false, url: first.normalized,
           mark: file.mark, fromDocument: true)
-      else { continue }
+      else {
+        let why = diagnostics.items.dropFirst(warned).first?.message ?? "its destination is refused"
+        refuse(file.name, of: spec, session: sessionIndex, entry: entryIndex, at: file.mark, code: .unsafePath, why)
+        continue
+      }
       let urlRef = text.append(first.written)
       let toRef = text.append(destination)
       var mirrors = sources.dropFirst().map(\.normalized)
@@ -428,6 +437,25 @@ private struct PlanBuilder {
       }
       if !spec.after.isEmpty { afterRefs.append((task, spec.after)) }
     }
+  }
+
+  /// Records a file of `spec`'s document that is left out: in the run it fails with `code` as an
+  /// entry of its own, its id the document and the name (`DOCUMENT#NAME`, the element's line
+  /// added when that id is taken), its message naming the element.
+  mutating func refuse(
+    _ name: String?, of spec: MetalinkSpec, session: Int, entry: Int, at mark: SourceMark, code: FailureCode,
+    _ message: String
+  ) {
+    let document = spec.isURL ? redactor.url(spec.document) : spec.document
+    var id = document + "#" + (name.map { ShownText.escaped($0, limit: 200) } ?? "<file> at line \(mark.line)")
+    if refusedIDs.contains(id) { id += " (line \(mark.line))" }
+    refusedIDs.insert(id)
+    refusedFiles.append(
+      RefusedFile(
+        task: PlannedTask(
+          session: Int32(session), entry: Int32(entry), line: 0, kind: .download, request: -1, nextSharing: -1,
+          id: text.append(id), url: text.append(spec.document), to: .none),
+        code: code, message: redactor.text("\(message) (the <file> at \(mark))")))
   }
 
   /// Makes the entry of a document that failed one task that fails with `descriptor` in the run.
