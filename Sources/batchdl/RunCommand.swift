@@ -68,6 +68,11 @@ struct RunCommand: ParsableCommand {
   @Flag(name: .shortAndLong, help: "Print only failures and their summary.")
   var quiet = false
 
+  @Flag(
+    name: .shortAndLong,
+    help: "Print a line for every task; off a terminal, tasks that are unchanged print none by default.")
+  var verbose = false
+
   @Flag(help: "Add times to the JSON and JUnit reports (the run's; each task's start and end).")
   var timings = false
 
@@ -110,6 +115,7 @@ struct RunCommand: ParsableCommand {
     options.metricsPath = metrics?.replacingOccurrences(of: "{shard}", with: index)
     options.progress = progress
     options.quiet = quiet
+    options.verbose = verbose
     options.timings = timings
     options.refresh = refresh
     options.verify = verify

@@ -14,6 +14,11 @@ public enum ProgressMode: String, CaseIterable, Sendable {
 /// total, with rate and ETA, redrawn in place at most ten times a second by a `LiveArea`),
 /// otherwise one line per finished task and a summary every ten seconds, so that cron mail stays
 /// readable.
+///
+/// Progress and per-task lines go to standard output; failures, warnings and errors of the run
+/// itself to standard error, failures and errors even with `--quiet`: a crontab's `>/dev/null`
+/// keeps them in the mail. Off a terminal, a task that is unchanged prints no line (a nightly no-op
+/// mails nothing but its summary) unless `verbose`.
 public final class ProgressDisplay {
   public struct Line: Sendable {
     public var name: String
@@ -23,7 +28,9 @@ public final class ProgressDisplay {
 
   private let bars: Bool
   private let quiet: Bool
+  private let verbose: Bool
   private var out = BufferedOutput(descriptor: 1)
+  private var err = BufferedOutput(descriptor: 2)
   /// The bars on standard error; the signal handler prints through it too.
   public let area: LiveArea
   private let start = Engine.now()
@@ -37,11 +44,14 @@ public final class ProgressDisplay {
   private var activeBytes: Int64 = 0
   private var expectedBytes: Int64 = 0
 
-  public init(mode: ProgressMode, quiet: Bool, totalTasks: Int, area: LiveArea = LiveArea(descriptor: 2)) {
+  public init(
+    mode: ProgressMode, quiet: Bool, verbose: Bool = false, totalTasks: Int, area: LiveArea = LiveArea(descriptor: 2)
+  ) {
     self.area = area
     let terminal = isatty(2) == 1 && ProcessInfo.processInfo.environment["TERM"] != "dumb"
     bars = !quiet && (mode == .always || (mode == .auto && terminal))
     self.quiet = quiet
+    self.verbose = verbose || isatty(1) == 1
     self.totalTasks = totalTasks
     lastSummary = start
   }
@@ -51,7 +61,8 @@ public final class ProgressDisplay {
     doneTasks += 1
     if result.outcome == .failed { failedTasks += 1 }
     if result.outcome == .completed, result.source == "network" { finishedBytes += result.size ?? 0 }
-    guard !quiet || result.outcome == .failed else { return }
+    let failed = result.outcome == .failed
+    guard failed || (!quiet && (verbose || result.outcome != .unchanged)) else { return }
     var line = TextFormat.padded(result.outcome.rawValue, to: 10) + result.id
     if let error = result.error {
       line += "  \(error.code): \(error.message)"
@@ -59,18 +70,29 @@ public final class ProgressDisplay {
       line += "  " + Self.bytes(size)
       if let source = result.source, source != "network" { line += " (\(source))" }
     }
-    printAboveBars(line)
+    printAboveBars(line, toErrors: failed)
   }
 
-  /// A message of the run itself (a retry, a warning).
+  /// A message of the run's progress (a retry, a source set aside), on standard output.
   public func note(_ text: String) {
     guard !quiet else { return }
     printAboveBars(text)
   }
 
-  private func printAboveBars(_ line: String) {
+  /// A warning or an error of the run itself (a hook that failed, a cache that cannot be written),
+  /// on standard error, even with `--quiet`.
+  public func problem(_ text: String) {
+    printAboveBars(text, toErrors: true)
+  }
+
+  private func printAboveBars(_ line: String, toErrors: Bool = false) {
     if bars {
+      // The bars are on standard error: lines above them go there too.
       area.print([line])
+    } else if toErrors {
+      out.flush()
+      err.write(line + "\n")
+      err.flush()
     } else {
       out.write(line + "\n")
       out.flush()

@@ -1,5 +1,18 @@
 import Foundation
 
+/// A session's `on_finished` command as it ended.
+public struct HookResult: Sendable, Equatable {
+  public var session: String
+  /// Its exit status (non-zero: it failed; 127 when `/bin/sh` could not run it, 128+N when signal N
+  /// ended it).
+  public var status: Int32
+
+  public init(session: String, status: Int32) {
+    self.session = session
+    self.status = status
+  }
+}
+
 /// The report of a run, built from `completed` events: stable JSON for `git diff` (keys sorted,
 /// tasks sorted by id, no times unless asked) and JUnit XML for CI.
 public struct RunReport: Sendable {
@@ -12,6 +25,9 @@ public struct RunReport: Sendable {
   public var shard: String?
   /// Documents fetched before planning (`metalink:` by URL): listed as `descriptors`.
   public var descriptors: [PlannedDescriptor] = []
+  /// The sessions' `on_finished` commands that ran, with their exit status (127: it could not
+  /// start): listed as `hooks`.
+  public var hooks: [HookResult] = []
 
   public init(manifest: String) {
     self.manifest = manifest
@@ -53,7 +69,11 @@ public struct RunReport: Sendable {
           return .object(fields)
         })
     }
-    // Keys sorted: [descriptors,] format, manifest, [seconds,] [shard,] summary, tasks.
+    if !hooks.isEmpty {
+      head["hooks"] = .array(
+        hooks.map { .object(["session": .string($0.session), "exit_status": .int(Int64($0.status))]) })
+    }
+    // Keys sorted: [descriptors,] format, [hooks,] manifest, [seconds,] [shard,] summary, tasks.
     var text = "{\n"
     for key in head.keys.sorted() {
       text += "  "

@@ -19,6 +19,7 @@ enum Hook {
       return 127
     }
     process.waitUntilExit()
-    return process.terminationStatus
+    // As a shell says it: 128 + N for a command that signal N ended.
+    return process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
   }
 }

@@ -129,7 +129,7 @@ final class InterruptHub: @unchecked Sendable {
     let target = self.target
     lock.unlock()
     if let target {
-      target.received(seen)
+      target.received(seen, signal: number)
       return
     }
     // No run yet (the manifest is being read and planned): the run that comes stops at once.
@@ -137,7 +137,13 @@ final class InterruptHub: @unchecked Sendable {
       area.print(["batchdl: stopped at once"])
       _exit(ExitStatus.interrupted.rawValue)
     }
-    area.print(["batchdl: stopping before any transfer (press Ctrl-C again to stop at once)"])
+    area.print(["batchdl: stopping before any transfer" + Self.hint(number)])
+  }
+
+  /// What stops the run at once, for a person at a terminal (Ctrl-C); SIGTERM comes from a
+  /// supervisor (systemd, cron's kill, `timeout`), which needs no hint.
+  static func hint(_ signal: Int32) -> String {
+    signal == SIGINT ? " (press Ctrl-C again to stop at once)" : " (SIGTERM)"
   }
 }
 
@@ -180,12 +186,12 @@ final class InterruptHandler: @unchecked Sendable {
   }
 
   /// The `seen`th signal since the handlers were installed.
-  fileprivate func received(_ seen: Int) {
+  fileprivate func received(_ seen: Int, signal: Int32) {
     if seen > 1 {
       area.clear(above: ["batchdl: stopped at once; committed checkpoints stay valid"], close: true)
       _exit(ExitStatus.interrupted.rawValue)
     }
-    area.print(["batchdl: stopping after checkpoints (press Ctrl-C again to stop at once)"])
+    area.print(["batchdl: stopping after checkpoints" + InterruptHub.hint(signal)])
     first()
     onInterrupt?()
   }

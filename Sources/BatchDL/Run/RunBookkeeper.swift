@@ -51,7 +51,8 @@ final class RunBookkeeper: TransferObserver {
     report = RunReport(manifest: plan.manifest.path)
     report.shard = options.shard?.description
     let taskCount = requests.reduce(0) { $0 + Int(plan.requests[Int($1)].taskCount) }
-    display = ProgressDisplay(mode: options.progress, quiet: options.quiet, totalTasks: taskCount)
+    display = ProgressDisplay(
+      mode: options.progress, quiet: options.quiet, verbose: options.verbose, totalTasks: taskCount)
   }
 
   /// Where the progress bars are drawn (the signal handler prints there too).
@@ -76,7 +77,7 @@ final class RunBookkeeper: TransferObserver {
     guard plan.manifest.sessions.contains(where: { $0.kind != .ephemeral }) else { return }
     let store = try state.openStore()
     prior = try state.load(store)
-    recorder.open(store, prior: prior, warn: { [display] in display.note($0) })
+    recorder.open(store, prior: prior, warn: { [display] in display.problem($0) })
   }
 
   /// Closes the databases (their write-ahead logs folded back in) and the open folder: the
@@ -212,19 +213,22 @@ final class RunBookkeeper: TransferObserver {
     let summary = self.summary
     display.finish(summary: summary)
     eventLog?.flush()
+    // The hooks run before the reports are written, which record how each ended; a hook that
+    // failed fails the run (exit 1), as a task that failed does.
+    if !cancelled { report.hooks = runFinishedHooks() }
     do {
       try writeReports()
     } catch {
       throw .setup("cannot write the report: \(error)")
     }
-    let status: ExitStatus = cancelled ? .interrupted : summary.failed > 0 ? .taskFailed : .success
+    let hookFailed = report.hooks.contains { $0.status != 0 }
+    let status: ExitStatus =
+      cancelled ? .interrupted : summary.failed > 0 || hookFailed ? .taskFailed : .success
     do {
       try writeMetrics(status: status)
     } catch {
       throw .setup("cannot write the metrics: \(error)")
     }
-    if cancelled { return .interrupted }
-    runFinishedHooks()
     return status
   }
 
@@ -293,7 +297,8 @@ final class RunBookkeeper: TransferObserver {
 
   /// `on_finished`: once every task of a session has ended, its command runs with the session's
   /// report (written to the state folder, or a temporary folder for ephemeral sessions).
-  private func runFinishedHooks() {
+  private func runFinishedHooks() -> [HookResult] {
+    var results: [HookResult] = []
     for session in sessionsInRun {
       guard let command = session.onFinished else { continue }
       var sessionReport = RunReport(manifest: plan.manifest.path)
@@ -309,17 +314,20 @@ final class RunBookkeeper: TransferObserver {
       do {
         try AtomicFile.write(sessionReport.json(timings: false), to: path)
       } catch {
-        display.note("warning: cannot write the report of session \(session.name) for on_finished: \(error)")
+        display.problem("error: cannot write the report of session \(session.name) for on_finished: \(error)")
+        results.append(HookResult(session: session.name, status: 127))
         continue
       }
       let status = Hook.run(
         command, in: plan.manifest.absoluteDirectory,
         environment: ["BATCHDL_SESSION": session.name, "BATCHDL_REPORT": path])
       if status != 0 {
-        display.note("warning: on_finished of session \(session.name) exited with status \(status)")
+        display.problem("error: on_finished of session \(session.name) exited with status \(status)")
       }
+      results.append(HookResult(session: session.name, status: status))
       if session.kind == .ephemeral { unlink(path) }
     }
+    return results
   }
 
   /// Reports the tasks of a request whose results still stand, without sending it.
@@ -490,7 +498,7 @@ final class RunBookkeeper: TransferObserver {
           try cache.store(
             key: request.key.description, url: redactor.url(plan.url(of: request)), head: head, body: body)
         } catch {
-          display.note("warning: cannot cache \(redactor.url(plan.url(of: request))): \(error)")
+          display.problem("warning: cannot cache \(redactor.url(plan.url(of: request))): \(error)")
         }
       }
       place(result, for: tasks, request: request)

@@ -15,6 +15,8 @@ public struct RunOptions: Sendable {
   public var metricsPath: String?
   public var progress: ProgressMode = .auto
   public var quiet = false
+  /// A line for every task, unchanged ones too, off a terminal as well.
+  public var verbose = false
   public var timings = false
   /// Revalidate finished downloads with conditional requests.
   public var refresh = false
