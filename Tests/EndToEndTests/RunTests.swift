@@ -126,7 +126,8 @@ import Testing
     #expect(fixture.server.requests(for: "/missing.bin").count == 1)
     #expect(!fixture.folder.exists("missing.bin"))
     #expect(!fixture.folder.exists("missing.bin.batchdl-part"))
-    #expect(result.stdout.contains("failed    missing.bin  http-404"))
+    // A failed task is said on standard error (cron mail keeps it when stdout is thrown away).
+    #expect(result.stderr.contains("failed    missing.bin  http-404"))
   }
 
   @Test func checksumMismatchFailsAndLeavesNothing() throws {
