@@ -29,9 +29,12 @@ struct ReportCommand: ParsableCommand {
       abstract: "Show what changed between two reports; exit 1 on a regression.",
       discussion: """
         Lists tasks added and removed, outcome changes, SHA-256 and size changes. A regression \
-        (exit 1) is, by default: a task that passed now fails, a new task that fails, or a \
-        completed task whose checksum or size changed. --fail-on chooses from failure, \
-        new-failure, checksum, size, removed (comma-separated; 'none' for never).
+        (exit 1) is, by default: a task that passed now fails, a new task that fails, or a new \
+        report of a run that did not run (an invalid manifest, a lock held). A completed file \
+        whose checksum or size changed is an update, shown but not failing. --fail-on chooses \
+        from failure, new-failure, not-run, checksum, size, removed, and default for the three \
+        defaults (comma-separated, e.g. default,checksum; 'none' for never). A diff in which \
+        most tasks of the old report are missing says so.
 
         --markdown prints the diff as GitHub-flavoured Markdown for a CI job summary or a \
         pull-request comment: regressions first, at most 200 rows, then the summary counts \
@@ -64,9 +67,13 @@ struct ReportCommand: ParsableCommand {
       if failOn == "none" { return [] }
       var rules: Set<ReportDiff.Rule> = []
       for name in failOn.split(separator: ",") {
+        if name == "default" {
+          rules.formUnion(ReportDiff.Rule.defaults)
+          continue
+        }
         guard let rule = ReportDiff.Rule(rawValue: String(name)) else {
           let names = ReportDiff.Rule.allCases.map(\.rawValue).joined(separator: ", ")
-          throw ValidationError("unknown rule '\(name)' for --fail-on: use \(names) or none")
+          throw ValidationError("unknown rule '\(name)' for --fail-on: use \(names), default or none")
         }
         rules.insert(rule)
       }

@@ -102,7 +102,13 @@ struct RunCommand: ParsableCommand {
     // 3, the report written) rather than kill the process.
     Interrupts.install()
     var stderr = StandardError()
-    let plan = try loadPlan(manifest, descriptors: .fetch, state: state)
+    let plan: Plan
+    do {
+      plan = try loadPlan(manifest, descriptors: .fetch, state: state)
+    } catch {
+      writeNotRun(status: .invalid, reason: "the manifest is invalid (batchdl validate \(manifest) lists why)")
+      throw error
+    }
     var options = RunOptions()
     options.statePath = state
     options.jobs = jobs
@@ -152,7 +158,24 @@ struct RunCommand: ParsableCommand {
       Glibc.exit(status.rawValue)
     } catch {
       stderr.write("batchdl: \(error)\n")
+      // A run whose state cannot be used wrote its report already (every task cancelled, and why).
+      if case .locked = error { writeNotRun(status: .locked, reason: error.description) }
       throw ExitCode(error.status.rawValue)
     }
+  }
+
+  /// `--report` for a run that stops before running: no task, and why (`not_run`), so that a CI
+  /// step never diffs yesterday's report and passes.
+  func writeNotRun(status: ExitStatus, reason: String) {
+    guard let report else { return }
+    let index: String
+    if let shard, case .success(let resolved) = Shard.resolve(shard, shards: shards, environment: environment) {
+      index = String(resolved.index)
+    } else {
+      index = "all"
+    }
+    let path = report.replacingOccurrences(of: "{shard}", with: index)
+    try? AtomicFile.makeParent(of: path)
+    try? RunReport.writeNotRun(to: path, manifest: manifest, status: status.rawValue, reason: reason)
   }
 }

@@ -118,4 +118,73 @@ import Testing
     #expect(text.contains("stopping after checkpoints (SIGTERM)"), "\(text)")
     #expect(!text.contains("Ctrl-C"), "\(text)")
   }
+
+  /// A run that stops before running (exit 2 or 4) writes a report that says why, and `report diff`
+  /// calls it a regression: a CI step diffed yesterday's report and passed.
+  @Test func aRunThatDoesNotRunWritesAReportThatDiffFails() throws {
+    let fixture = try Self.fixture(
+      """
+            - download: BASE/a.bin
+              to: a.bin
+      """)
+    #expect(try fixture.run().status == 0)
+    try FileManager.default.moveItem(
+      atPath: fixture.folder.path + "/report.json", toPath: fixture.folder.path + "/old.json")
+    // Another run holds the lock: exit 4.
+    let lock = fixture.folder.path + "/.batchdl/lock"
+    let held = open(lock, O_RDWR | O_CREAT, 0o600)
+    #expect(flock(held, LOCK_EX | LOCK_NB) == 0)
+    let locked = try fixture.run()
+    close(held)
+    #expect(locked.status == 4, "\(locked.stderr)")
+    let report = try fixture.report()
+    let notRun = try #require(report["not_run"] as? [String: Any], "\(report)")
+    #expect(notRun["exit_status"] as? Int == 4)
+    #expect((report["tasks"] as? [Any])?.isEmpty == true)
+    let diff = try BinaryRunner.run(["report", "diff", "old.json", "report.json"], in: fixture.folder.path)
+    #expect(diff.status == 1, "\(diff.stdout)")
+    #expect(diff.stdout.contains("did not run (exit 4)"), "\(diff.stdout)")
+    // An invalid manifest: exit 2, and the same.
+    fixture.folder.write("manifest.yaml", "version: 1\nsessions: {s: {tasks: [{download: 'not a url'}]}}\n")
+    let invalid = try fixture.run()
+    #expect(invalid.status == 2)
+    #expect((try fixture.report()["not_run"] as? [String: Any])?["exit_status"] as? Int == 2)
+    let markdown = try BinaryRunner.run(
+      ["report", "diff", "old.json", "report.json", "--markdown"], in: fixture.folder.path)
+    #expect(markdown.status == 1 && markdown.stdout.contains("did not run"), "\(markdown.stdout)")
+  }
+
+  /// A nightly diff of a living mirror: files updated upstream are changes, not regressions;
+  /// completed → unchanged is no change at all; most tasks missing is said loudly.
+  @Test func aDiffOfALivingMirrorFailsOnlyOnFailures() throws {
+    let fixture = try Self.fixture(
+      """
+            - download: BASE/a.bin
+              to: a.bin
+            - download: BASE/b.bin
+              to: b.bin
+      """)
+    #expect(try fixture.run().status == 0)
+    try FileManager.default.moveItem(
+      atPath: fixture.folder.path + "/report.json", toPath: fixture.folder.path + "/first.json")
+    #expect(try fixture.run().status == 0)
+    let quiet = try BinaryRunner.run(["report", "diff", "first.json", "report.json"], in: fixture.folder.path)
+    #expect(quiet.status == 0)
+    #expect(quiet.stdout.contains("no changes"), "completed → unchanged is not a change: \(quiet.stdout)")
+    fixture.server.route("/a.bin", .file(.version(3, length: 3000)))
+    #expect(try fixture.run(["--refresh"]).status == 0)
+    let updated = try BinaryRunner.run(["report", "diff", "first.json", "report.json"], in: fixture.folder.path)
+    #expect(updated.status == 0, "\(updated.stdout)")
+    #expect(updated.stdout.contains("~ a.bin: sha256"), "\(updated.stdout)")
+    // The same manifest with another dest: every id changed.
+    let moved = fixture.folder.read("manifest.yaml")?.replacingOccurrences(
+      of: "retry: {attempts: 1}", with: "retry: {attempts: 1}\n    dest: elsewhere/")
+    fixture.folder.write("manifest.yaml", moved ?? "")
+    #expect(try fixture.run().status == 0)
+    let elsewhere = try BinaryRunner.run(["report", "diff", "first.json", "report.json"], in: fixture.folder.path)
+    #expect(elsewhere.stdout.contains("warning: 2 of the 2 tasks of the old report are missing"), "\(elsewhere.stdout)")
+    let strict = try BinaryRunner.run(
+      ["report", "diff", "first.json", "report.json", "--fail-on", "default,removed"], in: fixture.folder.path)
+    #expect(strict.status == 1)
+  }
 }

@@ -40,9 +40,13 @@ import Testing
     let diff = try BinaryRunner.run(["report", "diff", "old.json", "report.json"], in: fixture.folder.path)
     #expect(diff.status == 1)
     #expect(diff.stdout.contains("! out/b: completed → failed (http-404: HTTP 404 Not Found)  [regression: failure]"))
-    #expect(diff.stdout.contains("! out/c: sha256 "))
+    // An updated file is a change, not a regression, unless asked.
+    #expect(diff.stdout.contains("~ out/c: sha256 "), "\(diff.stdout)")
     #expect(diff.stdout.contains("size 2 → 14"))
-    #expect(diff.stdout.contains("regressions: 2"))
+    #expect(diff.stdout.contains("regressions: 1"))
+    let strict = try BinaryRunner.run(
+      ["report", "diff", "old.json", "report.json", "--fail-on", "default,checksum"], in: fixture.folder.path)
+    #expect(strict.stdout.contains("regressions: 2"), "\(strict.stdout)")
     let json = try BinaryRunner.run(
       ["report", "diff", "old.json", "report.json", "--json", "--fail-on", "checksum"], in: fixture.folder.path)
     #expect(json.status == 1)

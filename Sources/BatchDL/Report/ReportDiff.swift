@@ -21,6 +21,9 @@ extension RunReport {
     report.shard = object["shard"] as? String
     report.requests = (object["summary"] as? [String: Any])?["requests"] as? Int ?? 0
     report.seconds = seconds(object["seconds"])
+    if let notRun = object["not_run"] as? [String: Any] {
+      report.notRun = (Int32(clamping: notRun["exit_status"] as? Int ?? 1), notRun["reason"] as? String ?? "")
+    }
     if let seconds = report.seconds, seconds > maxSeconds {
       throw ReadError(
         description: "\(path): the run's seconds, \(seconds), are out of range (at most \(Int(maxSeconds)))")
@@ -136,8 +139,13 @@ public struct ReportDiff: Sendable {
     case size
     /// A task of the first report is missing from the second.
     case removed
+    /// The second report is of a run that did not run (an invalid manifest, a lock held...).
+    case notRun = "not-run"
 
-    public static let defaults: Set<Rule> = [.failure, .newFailure, .checksum, .size]
+    /// A task that passed and now fails, a new task that fails, a run that did not run. A changed
+    /// size or digest of a file that completed is an update of a living mirror: shown, not failing
+    /// unless asked (`--fail-on checksum`, `size`).
+    public static let defaults: Set<Rule> = [.failure, .newFailure, .notRun]
   }
 
   public struct Change: Sendable {
@@ -153,13 +161,25 @@ public struct ReportDiff: Sendable {
   public var new: RunReport
   public var changes: [Change] = []
 
-  public var regressions: [Change] { changes.filter { $0.regression != nil } }
+  public var regressions: [Change] {
+    changes.filter { $0.regression != nil } + (notRunRegression ? [notRunChange] : [])
+  }
+
+  /// Whether the second report's run did not run and that counts (`not-run`).
+  var notRunRegression = false
+  /// The change that stands for a run that did not run.
+  var notRunChange: Change {
+    Change(id: "(run)", old: nil, new: nil, kinds: ["not-run"], regression: .notRun)
+  }
+  /// Tasks of the first report missing from the second.
+  public var removedCount: Int { changes.count { $0.kinds == ["removed"] } }
 
   static func passed(_ result: TaskResult) -> Bool { result.outcome == .completed || result.outcome == .unchanged }
 
   public init(old: RunReport, new: RunReport, rules: Set<Rule> = Rule.defaults) {
     self.old = old
     self.new = new
+    notRunRegression = new.notRun != nil && rules.contains(.notRun)
     let before = Dictionary(old.results.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
     let after = Dictionary(new.results.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
     for id in Set(before.keys).union(after.keys).sorted() {
@@ -174,8 +194,9 @@ public struct ReportDiff: Sendable {
         change.kinds = ["removed"]
         if rules.contains(.removed) { change.regression = .removed }
       case (let was?, let now?):
-        if was.outcome != now.outcome { change.kinds.append("outcome") }
         let bothPassed = Self.passed(was) && Self.passed(now)
+        // `completed` and `unchanged` are both a file in place: which one is not worth a line.
+        if was.outcome != now.outcome && !bothPassed { change.kinds.append("outcome") }
         if bothPassed, let a = was.sha256, let b = now.sha256, a != b { change.kinds.append("sha256") }
         if bothPassed, let a = was.size, let b = now.size, a != b { change.kinds.append("size") }
         if Self.passed(was) && now.outcome == .failed && rules.contains(.failure) {
@@ -195,7 +216,12 @@ public struct ReportDiff: Sendable {
   /// The diff for people.
   public var text: String {
     var out = "report diff: \(old.manifest)\n"
-    if changes.isEmpty { out += "no changes\n" }
+    if let notRun = new.notRun {
+      out += "! the new report's run did not run (exit \(notRun.status)): \(notRun.reason)"
+      out += notRunRegression ? "  [regression: not-run]\n" : "\n"
+    }
+    if let warning = removedWarning { out += warning + "\n" }
+    if changes.isEmpty && new.notRun == nil { out += "no changes\n" }
     for change in changes {
       let mark =
         change.regression != nil ? "!" : change.kinds == ["added"] ? "+" : change.kinds == ["removed"] ? "-" : "~"
@@ -210,6 +236,15 @@ public struct ReportDiff: Sendable {
       "unchanged \(a.unchanged) → \(b.unchanged), failed \(a.failed) → \(b.failed), deferred \(a.deferred) → \(b.deferred)\n"
     out += "regressions: \(regressions.count)\n"
     return out
+  }
+
+  /// Said when most tasks of the first report are missing from the second: ids that changed (another
+  /// manifest, another `dest`), not files that went away.
+  public var removedWarning: String? {
+    let removed = removedCount
+    guard new.notRun == nil, old.results.count >= 2, removed * 2 > old.results.count else { return nil }
+    return
+      "warning: \(removed) of the \(old.results.count) tasks of the old report are missing from the new one: another manifest, or ids that changed? (--fail-on removed makes this fail)"
   }
 
   static func describe(_ result: TaskResult?) -> String {
@@ -238,9 +273,14 @@ public struct ReportDiff: Sendable {
       if let rule = change.regression { fields["regression"] = .string(rule.rawValue) }
       return .object(fields)
     }
-    return .object([
+    var object: [String: JSON] = [
       "format": .string("batchdl-report-diff/1"), "manifest": .string(old.manifest), "changes": .array(entries),
       "regressions": .int(regressions.count), "summary": .object(["old": old.summary.json, "new": new.summary.json]),
-    ])
+      "removed": .int(Int64(removedCount)),
+    ]
+    if let notRun = new.notRun {
+      object["not_run"] = .object(["exit_status": .int(Int64(notRun.status)), "reason": .string(notRun.reason)])
+    }
+    return .object(object)
   }
 }

@@ -12,6 +12,10 @@ extension ReportDiff {
       regressionCount == 0
       ? "**No regressions**" : "**\(regressionCount) regression\(regressionCount == 1 ? "" : "s")**"
     out += " · \(changes.count) change\(changes.count == 1 ? "" : "s")\n\n"
+    if let notRun = new.notRun {
+      out += "❌ **The new report's run did not run** (exit \(notRun.status)): \(Self.markdownText(notRun.reason))\n\n"
+    }
+    if let warning = removedWarning { out += "⚠️ \(Self.markdownText(warning))\n\n" }
     if !changes.isEmpty {
       out += "| | task | change | regression |\n|---|---|---|---|\n"
       let ordered = changes.filter { $0.regression != nil } + changes.filter { $0.regression == nil }

@@ -28,9 +28,19 @@ public struct RunReport: Sendable {
   /// The sessions' `on_finished` commands that ran, with their exit status (127: it could not
   /// start): listed as `hooks`.
   public var hooks: [HookResult] = []
+  /// Why nothing ran (an invalid manifest, a lock held, a state folder that cannot be used), with
+  /// the exit status: listed as `not_run`, so that a CI step never diffs a stale report.
+  public var notRun: (status: Int32, reason: String)?
 
   public init(manifest: String) {
     self.manifest = manifest
+  }
+
+  /// Writes, atomically, the report of a run that did not run: no task, and why.
+  public static func writeNotRun(to path: String, manifest: String, status: Int32, reason: String) throws(SystemError) {
+    var report = RunReport(manifest: manifest)
+    report.notRun = (status, reason)
+    try AtomicFile.write(report.json(timings: false), to: path)
   }
 
   public var summary: RunSummary {
@@ -69,11 +79,15 @@ public struct RunReport: Sendable {
           return .object(fields)
         })
     }
+    if let notRun {
+      head["not_run"] = .object(["exit_status": .int(Int64(notRun.status)), "reason": .string(notRun.reason)])
+    }
     if !hooks.isEmpty {
       head["hooks"] = .array(
         hooks.map { .object(["session": .string($0.session), "exit_status": .int(Int64($0.status))]) })
     }
-    // Keys sorted: [descriptors,] format, [hooks,] manifest, [seconds,] [shard,] summary, tasks.
+    // Keys sorted: [descriptors,] format, [hooks,] manifest, [not_run,] [seconds,] [shard,] summary,
+    // tasks.
     var text = "{\n"
     for key in head.keys.sorted() {
       text += "  "

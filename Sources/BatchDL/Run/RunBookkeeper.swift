@@ -259,6 +259,7 @@ final class RunBookkeeper: TransferObserver {
       }
     }
     report.requests = requests.count
+    report.notRun = (ExitStatus.stateUnusable.rawValue, redactor.text(error.description))
     try? writeReports()
   }
 
