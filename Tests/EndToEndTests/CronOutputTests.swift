@@ -187,4 +187,27 @@ import Testing
       ["report", "diff", "first.json", "report.json", "--fail-on", "default,removed"], in: fixture.folder.path)
     #expect(strict.status == 1)
   }
+
+  /// `summary.requests` is what the run sent, the same in the report and in `session_finished`: a
+  /// re-run that sent nothing said 277 in one and 0 in the other.
+  @Test func requestsAreWhatTheRunSentInTheReportAndTheEvents() throws {
+    let fixture = try Self.fixture(
+      """
+            - download: BASE/a.bin
+              to: a.bin
+            - download: BASE/b.bin
+              to: b.bin
+      """)
+    func counts() throws -> (report: Int?, event: Int?) {
+      let report = try fixture.summary()["requests"] as? Int
+      let finished = fixture.events().last { $0["event"] as? String == "session_finished" }
+      return (report, (finished?["summary"] as? [String: Any])?["requests"] as? Int)
+    }
+    #expect(try fixture.run().status == 0)
+    let first = try counts()
+    #expect(first.report == 2 && first.event == 2, "\(first)")
+    #expect(try fixture.run().status == 0)
+    let again = try counts()
+    #expect(again.report == 0 && again.event == 0, "\(again)")
+  }
 }

@@ -23,6 +23,9 @@ final class RunBookkeeper: TransferObserver {
   private var jobRequests: [Int32] = []
   private var pendingPerSession: [Int: Int] = [:]
   private var summaries: [Int: RunSummary] = [:]
+  /// Requests each session sends in this run (`RunSummary.requests`): those neither unchanged nor
+  /// answered by the HTTP cache.
+  private var requestsPerSession: [Int: Int] = [:]
   private let start = Engine.now()
   /// Seconds into the run when the turn of the job whose end is being recorded came, and when the
   /// engine saw it end: `base` gives them to the job's tasks (the report's `started` and
@@ -96,7 +99,6 @@ final class RunBookkeeper: TransferObserver {
     for index in requests {
       for task in plan.tasks(of: plan.requests[Int(index)]) { pendingPerSession[Int(task.session), default: 0] += 1 }
     }
-    report.requests = requests.count
     // Documents fetched before planning: listed once (a sharded run lists them in shard 0), and an
     // entry whose document failed fails here, as one task, with `descriptor`.
     let failedDescriptors = (options.shard?.index ?? 0) == 0 ? plan.descriptors.compactMap(\.task) : []
@@ -151,7 +153,10 @@ final class RunBookkeeper: TransferObserver {
       jobOfRequest[Int(index)] = Int32(jobRequests.count)
       jobRequests.append(index)
       actions.append(action)
+      requestsPerSession[Int(request.session), default: 0] += 1
     }
+    // What the run sends: a request the state or the HTTP cache answered is not one.
+    report.requests = jobRequests.count
     // A dependency that is unchanged is already satisfied.
     let waits = jobRequests.map { index in
       plan.requests[Int(index)].dependencies.compactMap {
@@ -238,7 +243,9 @@ final class RunBookkeeper: TransferObserver {
     var metrics = RunMetrics(manifest: plan.manifest.path, shard: options.shard?.description)
     for session in sessionsInRun {
       let index = plan.manifest.sessions.firstIndex { $0.name == session.name } ?? -1
-      metrics.sessions.append((session.name, summaries[index] ?? RunSummary()))
+      var summary = summaries[index] ?? RunSummary()
+      summary.requests = requestsPerSession[index] ?? 0
+      metrics.sessions.append((session.name, summary))
     }
     metrics.seconds = report.seconds ?? 0
     metrics.exitCode = status.rawValue
@@ -258,7 +265,7 @@ final class RunBookkeeper: TransferObserver {
         results.append(result)
       }
     }
-    report.requests = requests.count
+    report.requests = 0
     report.notRun = (ExitStatus.stateUnusable.rawValue, redactor.text(error.description))
     try? writeReports()
   }
@@ -304,10 +311,8 @@ final class RunBookkeeper: TransferObserver {
       guard let command = session.onFinished else { continue }
       var sessionReport = RunReport(manifest: plan.manifest.path)
       sessionReport.results = Array(sortedResults(session: session.name))
-      sessionReport.requests =
-        Set(
-          requests.filter { plan.manifest.sessions[Int(plan.requests[Int($0)].session)].name == session.name }
-        ).count
+      let index = plan.manifest.sessions.firstIndex { $0.name == session.name } ?? -1
+      sessionReport.requests = requestsPerSession[index] ?? 0
       let path =
         session.kind == .ephemeral
         ? FileManager.default.temporaryDirectory.path + "/batchdl-\(getpid())/\(session.name).json"
@@ -583,6 +588,7 @@ final class RunBookkeeper: TransferObserver {
     summaries[sessionIndex, default: RunSummary()].add(result)
     pendingPerSession[sessionIndex, default: 1] -= 1
     if pendingPerSession[sessionIndex] == 0 {
+      summaries[sessionIndex, default: RunSummary()].requests = requestsPerSession[sessionIndex] ?? 0
       emit(.sessionFinished(session: result.session, summary: summaries[sessionIndex] ?? RunSummary()))
     }
   }
