@@ -210,4 +210,35 @@ import Testing
     let again = try counts()
     #expect(again.report == 0 && again.event == 0, "\(again)")
   }
+
+  /// A third column on a list line (`URL DEST sha256:…`) became part of the file name; now the
+  /// size and digest columns are checked like a task's.
+  @Test func aListLinesDigestAndSizeAreChecked() throws {
+    let fixture = try RunFixture()
+    let one = FileResource.versionBytes(1, length: 2000)
+    fixture.server.route("/a.bin", .file(.version(1, length: 2000)))
+    fixture.server.route("/b.bin", .file(.version(2, length: 2000)))
+    fixture.folder.write(
+      "urls.txt",
+      """
+      \(fixture.server.url("/a.bin"))  "a copy.bin"  sha256:\(SHA256Digest.hex(one))  size:2000
+      \(fixture.server.url("/b.bin"))  b.bin  sha256:\(SHA256Digest.hex(FileResource.versionBytes(3, length: 2000)))
+
+      """)
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          tasks:
+            - list: urls.txt
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    #expect(fixture.holds("a copy.bin", one))
+    #expect(!fixture.folder.exists("b.bin"))
+    let tasks = try fixture.tasks()
+    #expect((tasks["b.bin"]?["error"] as? [String: Any])?["code"] as? String == "checksum-mismatch", "\(tasks)")
+  }
 }

@@ -15,6 +15,50 @@ import Testing
             to: files/
     """
 
+  @Test func aLineMayGiveSizeAndDigestColumnsAndAQuotedDestination() throws {
+    let sha = String(repeating: "ab", count: 32)
+    let sha512 = String(repeating: "cd", count: 64)
+    let urls = """
+      https://a.example/one.iso  one.iso  sha256:\(sha)  size:1024
+      https://a.example/two.iso  sha512:\(sha512.uppercased())
+      https://a.example/three.iso  "my file.iso"  size:7
+      """
+    let planned = try planned(Self.listManifest, files: ["urls.txt": urls])
+    let plan = planned.plan
+    #expect(
+      plan.tasks.map { plan.destination(of: $0) } == [
+        "out/files/one.iso", "out/files/two.iso", "out/files/my file.iso",
+      ])
+    let expectations = plan.tasks.map { plan.expectation(of: $0) }
+    #expect(expectations[0] == TaskExpectation(size: 1024, digest: ExpectedDigest(algorithm: .sha256, hex: sha)))
+    #expect(expectations[1] == TaskExpectation(digest: ExpectedDigest(algorithm: .sha512, hex: sha512)))
+    #expect(expectations[2] == TaskExpectation(size: 7))
+  }
+
+  @Test func aColumnThatIsNotOneIsAnErrorAtItsColumn() {
+    let sha = String(repeating: "ab", count: 32)
+    let found = problems(
+      Self.listManifest,
+      files: [
+        "urls.txt": """
+        https://a.example/one.iso  my file.iso
+        https://a.example/two.iso  two.iso  sha256:abc
+        https://a.example/three.iso  three.iso  size:lots
+        https://a.example/four.iso  "four.iso
+        https://a.example/five.iso  five.iso  sha256:\(sha)  sha512:\(sha)\(sha)
+        """
+      ])
+    expectMatch(
+      found,
+      [
+        Expected("urls.txt:1:31", "'file.iso' is not a column batchdl reads"),
+        Expected("urls.txt:2:44", "a sha-256 hash is 64 hexadecimal digits"),
+        Expected("urls.txt:3:41", "size: must be a whole number of bytes"),
+        Expected("urls.txt:4:29", "no closing"),
+        Expected("urls.txt:5:112", "give one sha256: or sha512: per line"),
+      ])
+  }
+
   @Test func expandsOneTaskPerLine() throws {
     let urls = """
       # nightly mirror

@@ -549,8 +549,18 @@ private struct PlanBuilder {
       return
     }
     var to: String?
+    var expectation = TaskExpectation()
     if second < secondEnd {
-      to = String(decoding: UnsafeBufferPointer(rebasing: bytes[second..<secondEnd]), as: UTF8.self)
+      guard
+        let columns = listColumns(
+          UnsafeBufferPointer(rebasing: bytes[second..<secondEnd]), line: line, file: file, column: second + 1 - bom,
+          report: report)
+      else {
+        lineHadProblem = true
+        return
+      }
+      to = columns.to
+      expectation = columns.expectation
     }
     let toMark = to == nil ? mark : SourceMark(file: file, line: line, column: second + 1 - bom)
     // An absolute second column stays absolute (and is rejected) rather than landing under `to:`;
@@ -580,10 +590,87 @@ private struct PlanBuilder {
         }
       }
     }
+    let sha256 = expectation.digest.flatMap { $0.algorithm == .sha256 ? $0.hex : nil }
+    let before = tasks.count
     let task = add(
       context: context, normalized: normalized, urlRef: urlRef, toRef: toRef, idRef: toRef, line: Int32(line),
-      mark: mark, explicitID: false, quiet: !report, mirrors: mirrors)
+      mark: mark, explicitID: false, quiet: !report, mirrors: mirrors, content: sha256)
+    if let task, Int(task) == before, !expectation.isEmpty {
+      tasks[Int(task)].expectation = Int32(expectations.count)
+      expectations.append(expectation)
+    }
     if let task, !after.isEmpty { afterRefs.append((task, after)) }
+  }
+
+  /// The columns of a list line after its URL: the destination (quoted with `"` when it holds
+  /// spaces), then `sha256:HEX`, `sha512:HEX` and `size:N` in any order (aria2's input files give
+  /// per-line options the same way); a line may give the columns without a destination. Nil after
+  /// reporting (at the column) what is wrong.
+  mutating func listColumns(
+    _ bytes: UnsafeBufferPointer<UInt8>, line: Int, file: String, column: Int, report: Bool
+  ) -> (to: String?, expectation: TaskExpectation)? {
+    func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
+    func problem(_ at: Int, _ message: String) -> (to: String?, expectation: TaskExpectation)? {
+      if report { diagnostics.error(SourceMark(file: file, line: line, column: column + at), message) }
+      return nil
+    }
+    var items: [(text: String, at: Int, quoted: Bool)] = []
+    var index = 0
+    while index < bytes.count {
+      while index < bytes.count, isSpace(bytes[index]) { index += 1 }
+      guard index < bytes.count else { break }
+      let start = index
+      if bytes[index] == UInt8(ascii: "\"") {
+        guard let close = bytes[(index + 1)...].firstIndex(of: UInt8(ascii: "\"")) else {
+          return problem(start, "the quoted destination has no closing '\"'")
+        }
+        items.append(
+          (String(decoding: UnsafeBufferPointer(rebasing: bytes[(index + 1)..<close]), as: UTF8.self), start, true))
+        index = close + 1
+        if index < bytes.count, !isSpace(bytes[index]) {
+          return problem(index, "a space must follow the quoted destination")
+        }
+      } else {
+        while index < bytes.count, !isSpace(bytes[index]) { index += 1 }
+        items.append(
+          (String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self), start, false))
+      }
+    }
+    var to: String?
+    var expectation = TaskExpectation()
+    for (position, item) in items.enumerated() {
+      let lowered = item.text.lowercased()
+      let option =
+        !item.quoted && (lowered.hasPrefix("sha256:") || lowered.hasPrefix("sha512:") || lowered.hasPrefix("size:"))
+      if !option {
+        guard position == 0 else {
+          return problem(
+            item.at,
+            "'\(ShownText.escaped(item.text, limit: 40))' is not a column batchdl reads: after the URL and the destination, a line may have sha256:HEX, sha512:HEX and size:N; quote a destination that has spaces (\"my file.iso\")"
+          )
+        }
+        to = item.text
+        continue
+      }
+      let value = String(item.text[item.text.index(after: item.text.firstIndex(of: ":") ?? item.text.startIndex)...])
+      if lowered.hasPrefix("size:") {
+        guard expectation.size == nil, let size = Int64(value), size >= 0, size <= Limits.bytes else {
+          return problem(
+            item.at, "size: must be a whole number of bytes given once, found '\(ShownText.escaped(value, limit: 40))'")
+        }
+        expectation.size = size
+      } else {
+        let algorithm: DigestAlgorithm = lowered.hasPrefix("sha256:") ? .sha256 : .sha512
+        guard expectation.digest == nil else { return problem(item.at, "give one sha256: or sha512: per line") }
+        switch ExpectedDigest.parse(value, algorithm: algorithm) {
+        case .success(let digest):
+          expectation.digest = digest
+        case .failure(let why):
+          return problem(item.at + lowered.prefix { $0 != ":" }.count + 1, why.message)
+        }
+      }
+    }
+    return (to, expectation)
   }
 
   /// Adds mirrors to a request's sources: in order, after those it has, leaving out its own URL and
