@@ -144,8 +144,11 @@ struct RunCommand: ParsableCommand {
             }
           }
         } catch {
-          stderr.write("batchdl: cannot start the background worker of session \(session.name): \(error)\n")
-          throw ExitCode(ExitStatus.taskFailed.rawValue)
+          // Nothing has run yet: the code of a state folder that cannot be used (workers live there).
+          let reason = "cannot start the background worker of session \(session.name): \(error); nothing was sent"
+          stderr.write("batchdl: \(reason)\n")
+          writeNotRun(status: .stateUnusable, reason: reason)
+          throw ExitCode(ExitStatus.stateUnusable.rawValue)
         }
       }
     }
@@ -159,7 +162,10 @@ struct RunCommand: ParsableCommand {
     } catch {
       stderr.write("batchdl: \(error)\n")
       // A run whose state cannot be used wrote its report already (every task cancelled, and why).
-      if case .locked = error { writeNotRun(status: .locked, reason: error.description) }
+      switch error {
+      case .locked, .stateFolder, .usage: writeNotRun(status: error.status, reason: error.description)
+      case .state, .setup: break
+      }
       throw ExitCode(error.status.rawValue)
     }
   }

@@ -241,4 +241,26 @@ import Testing
     let tasks = try fixture.tasks()
     #expect((tasks["b.bin"]?["error"] as? [String: Any])?["code"] as? String == "checksum-mismatch", "\(tasks)")
   }
+
+  /// Setup errors that stop a run before any task exit with a code that says nothing ran (5 for a
+  /// state folder that cannot be used, 2 for an output path that cannot be written), not 1, the code
+  /// of a task that failed; the report says why.
+  @Test func aRunThatCannotStartSaysNothingRan() throws {
+    let fixture = try Self.fixture(
+      """
+            - download: BASE/a.bin
+              to: a.bin
+      """)
+    fixture.folder.write("not-a-folder", "x")
+    let state = try fixture.run(["--state", "not-a-folder/state"])
+    #expect(state.status == 5, "\(state.stderr)")
+    #expect(state.stderr.contains("nothing was sent"), "\(state.stderr)")
+    #expect((try fixture.report()["not_run"] as? [String: Any])?["exit_status"] as? Int == 5)
+    let events = try BinaryRunner.run(
+      ["run", "manifest.yaml", "--report", "report.json", "--events", "not-a-folder/events.jsonl"],
+      in: fixture.folder.path)
+    #expect(events.status == 2, "\(events.stderr)")
+    #expect((try fixture.report()["not_run"] as? [String: Any])?["exit_status"] as? Int == 2)
+    #expect(fixture.server.requests(for: "/a.bin").isEmpty)
+  }
 }

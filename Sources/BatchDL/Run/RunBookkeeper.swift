@@ -70,7 +70,7 @@ final class RunBookkeeper: TransferObserver {
     do {
       eventLog = try EventLog(path: path)
     } catch {
-      throw .setup("cannot write the event log: \(error)")
+      throw .usage("cannot write the event log (--events): \(error); nothing was sent")
     }
   }
 

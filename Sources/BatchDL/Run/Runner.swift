@@ -35,20 +35,29 @@ public enum RunError: Error, CustomStringConvertible {
   case locked(StateLock.Held)
   /// The state folder's database is damaged, or its disk is full: nothing was sent.
   case state(StateError)
+  /// The state folder cannot be made or opened (a file in its place, no permission): nothing was
+  /// sent.
+  case stateFolder(String)
+  /// An output the command line names cannot be written (`--events`): nothing was sent.
+  case usage(String)
+  /// Something failed once tasks had run (a report or the metrics could not be written).
   case setup(String)
 
   public var description: String {
     switch self {
     case .locked(let held): return held.description
     case .state(let error): return error.description
-    case .setup(let message): return message
+    case .stateFolder(let message), .usage(let message), .setup(let message): return message
     }
   }
 
+  /// The documented codes: 4 and 5 (and 2) say that nothing ran, 1 that tasks ran and something
+  /// failed.
   public var status: ExitStatus {
     switch self {
     case .locked: return .locked
-    case .state: return .stateUnusable
+    case .state, .stateFolder: return .stateUnusable
+    case .usage: return .invalid
     case .setup: return .taskFailed
     }
   }
@@ -143,7 +152,7 @@ public final class Runner {
       throw .state(
         StateError(kind: .diskFull, database: state.database, arguments: state.arguments, detail: error.description))
     } catch {
-      throw .setup("cannot use the state folder \(stateFolder): \(error)")
+      throw .stateFolder("cannot use the state folder \(stateFolder): \(error); nothing was sent")
     }
   }
 }
