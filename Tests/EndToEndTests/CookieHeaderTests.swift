@@ -40,7 +40,7 @@ import Testing
     #expect(login.headerLineCount("cookie") == 1)
     #expect(login.header("cookie") == "theme=dark; lang=en")
     // The jar keeps what the server set, never the manifest's cookies.
-    let jar = fixture.folder.read(".batchdl/cookies/main.txt") ?? ""
+    let jar = fixture.folder.read(".batchdl/cookies/\(fixture.manifestKey() ?? "")/main.txt") ?? ""
     #expect(jar.contains("abc123") && !jar.contains("theme"))
   }
 }

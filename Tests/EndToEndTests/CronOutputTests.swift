@@ -131,7 +131,7 @@ import Testing
     try FileManager.default.moveItem(
       atPath: fixture.folder.path + "/report.json", toPath: fixture.folder.path + "/old.json")
     // Another run holds the lock: exit 4.
-    let lock = fixture.folder.path + "/.batchdl/lock"
+    let lock = fixture.folder.path + "/.batchdl/locks/\(try #require(fixture.manifestKey())).lock"
     let held = open(lock, O_RDWR | O_CREAT, 0o600)
     #expect(flock(held, LOCK_EX | LOCK_NB) == 0)
     let locked = try fixture.run()
@@ -262,5 +262,46 @@ import Testing
     #expect(events.status == 2, "\(events.stderr)")
     #expect((try fixture.report()["not_run"] as? [String: Any])?["exit_status"] as? Int == 2)
     #expect(fixture.server.requests(for: "/a.bin").isEmpty)
+  }
+
+  /// Two unrelated manifests in one folder share the default state folder: the second cron job got
+  /// exit 4. Each manifest has its own lock (and cookie jars, caches, session reports); the same
+  /// manifest run twice still gets 4.
+  @Test func twoManifestsInOneFolderRunAtOnce() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/slow.bin", .file(.version(1, length: 1_000_000, rateLimit: 300_000)))
+    fixture.server.route("/b.bin", .file(.version(2, length: 2000)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        main:
+          tasks:
+            - download: BASE/slow.bin
+              to: slow.bin
+      """)
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        main:
+          tasks:
+            - download: BASE/b.bin
+              to: b.bin
+      """, name: "other.yaml")
+    let first = try fixture.start()
+    let deadline = Date().addingTimeInterval(20)
+    while Date() < deadline && fixture.checkpointBytes() == 0 && !fixture.folder.exists("slow.bin") {
+      usleep(20_000)
+    }
+    let other = try BinaryRunner.run(["run", "other.yaml", "--progress", "never"], in: fixture.folder.path)
+    let again = try BinaryRunner.run(["run", "manifest.yaml", "--progress", "never"], in: fixture.folder.path)
+    first.waitUntilExit()
+    #expect(other.status == 0, "\(other.stderr)")
+    #expect(fixture.bytes("b.bin") == FileResource.versionBytes(2, length: 2000))
+    #expect(again.status == 4, "\(again.stderr)")
+    #expect(first.terminationStatus == 0)
+    let locks = try FileManager.default.contentsOfDirectory(atPath: fixture.folder.path + "/.batchdl/locks")
+    #expect(locks.count == 2, "\(locks)")
   }
 }

@@ -364,7 +364,7 @@ import Testing
     kill(process.processIdentifier, SIGINT)
     process.waitUntilExit()
     #expect(fixture.checkpointBytes() > 0)
-    for name in ["state.sqlite", "state.sqlite-wal", "lock"] {
+    for name in ["state.sqlite", "state.sqlite-wal", "locks/\(fixture.manifestKey() ?? "").lock"] {
       guard let data = FileManager.default.contents(atPath: fixture.folder.path + "/.batchdl/" + name) else { continue }
       #expect(!String(decoding: data, as: UTF8.self).contains("s3cret-in-state-77"), "\(name)")
     }

@@ -88,6 +88,13 @@ final class RunFixture {
     bytes(name) == expected
   }
 
+  /// The manifest's own key in the default state folder (`StateFolder.manifestKey`): the name of
+  /// its lock, once a run took it.
+  func manifestKey() -> String? {
+    let locks = (try? FileManager.default.contentsOfDirectory(atPath: folder.path + "/.batchdl/locks")) ?? []
+    return locks.first.map { String($0.dropLast(".lock".count)) }
+  }
+
   func bytes(_ name: String) -> [UInt8]? {
     FileManager.default.contents(atPath: folder.path + "/" + name).map { [UInt8]($0) }
   }

@@ -93,7 +93,7 @@ import Testing
     #expect(try fixture.run().status == 0)
     #expect(fixture.bytes("a")?.count == 3000)
     let state = try FileManager.default.contentsOfDirectory(atPath: fixture.folder.path + "/.batchdl")
-    #expect(state == ["lock"])
+    #expect(state == ["locks"])
     // Nothing is remembered: the next run sends the request again.
     fixture.server.clearLog()
     #expect(try fixture.run().status == 0)
@@ -123,11 +123,12 @@ import Testing
       """)
     #expect(try fixture.run().status == 0)
     #expect(fixture.server.requests(for: "/whoami").first?.header("cookie") == "sid=abc123")
-    let jar = fixture.folder.path + "/.batchdl/cookies/keep.txt"
-    #expect(fixture.folder.read(".batchdl/cookies/keep.txt")?.contains("abc123") == true)
+    let cookies = ".batchdl/cookies/\(fixture.manifestKey() ?? "")/"
+    let jar = fixture.folder.path + "/" + cookies + "keep.txt"
+    #expect(fixture.folder.read(cookies + "keep.txt")?.contains("abc123") == true)
     var info = stat()
     #expect(stat(jar, &info) == 0 && info.st_mode & 0o077 == 0)
-    #expect(!fixture.folder.exists(".batchdl/cookies/scratch.txt"))
+    #expect(!fixture.folder.exists(cookies + "scratch.txt"))
     // The next run (another process) sends the cookie from the jar.
     fixture.manifest(
       """

@@ -228,7 +228,10 @@ final class JobBuilder: TransferJobSource {
 
   /// Each session's cookie jar: empty for an ephemeral session (cookies in memory only).
   private lazy var cookieJars: [String] = plan.manifest.sessions.map {
-    $0.kind == .ephemeral ? "" : state.cookieJar(session: $0.name)
+    guard $0.kind != .ephemeral else { return "" }
+    let jar = state.cookieJar(session: $0.name)
+    state.adoptLegacyCookieJar(session: $0.name)
+    return jar
   }
 
   /// The network policy's gate for a request (nil when its session restricts nothing).

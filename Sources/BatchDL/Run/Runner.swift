@@ -25,7 +25,9 @@ public struct RunOptions: Sendable {
   /// Only these sessions (by name); nil runs every session.
   public var sessions: Set<String>?
   /// The lock taken in the state folder: `lock` for a run, a worker's own for a background session.
-  public var lockName = "lock"
+  /// The lock the run takes in the state folder (relative to it); nil: the manifest's own
+  /// (`StateFolder.lockName`).
+  public var lockName: String?
 
   public init() {}
 }
@@ -145,7 +147,7 @@ public final class Runner {
   /// The state folder's lock: `lock` for a run, a worker's own for a background session.
   private func takeLock() throws(RunError) -> StateLock {
     do {
-      return try StateLock(folder: stateFolder, name: options.lockName)
+      return try StateLock(folder: stateFolder, name: options.lockName ?? state.lockName)
     } catch let held as StateLock.Held {
       throw .locked(held)
     } catch let error as SystemError where error.code == ENOSPC {

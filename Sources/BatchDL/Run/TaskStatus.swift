@@ -175,7 +175,7 @@ public struct StateMaintenance {
   /// - Throws: `StateLock.Held` when a run holds a lock; `StateError` when a database cannot be
   ///   written (a full disk); the files are removed first, so that they free space anyway.
   public func clear() throws -> Cleared {
-    let locks = try folders.map { try StateLock(folder: $0.path) }
+    let locks = try folders.map { try StateLock(folder: $0.path, name: $0.lockName) }
     defer { withExtendedLifetime(locks) {} }
     var cleared = Cleared()
     var paths = Set(partialFiles().map(\.path))

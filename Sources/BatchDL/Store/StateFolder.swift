@@ -124,10 +124,31 @@ public struct StateFolder: Sendable {
   public var database: String { path + "/" + StateStore.fileName }
   /// The files SQLite keeps beside the database.
   public var databaseFiles: [String] { ["", "-wal", "-shm", "-journal"].map { database + $0 } }
-  public static let lockName = "lock"
-  public func cookieJar(session: String) -> String { path + "/cookies/\(session).txt" }
-  public func cache(session: String) -> String { path + "/cache/\(session)" }
-  public func sessionReport(session: String) -> String { path + "/reports/\(session).json" }
+  /// What this manifest's own files in a shared folder are named by: its file name and a digest of
+  /// its path (`mirror.yaml-1a2b3c4d`). Two manifests in one folder share the database (each its
+  /// rows) and nothing else: each has its lock, cookie jars, HTTP caches and session reports, so
+  /// that they can run at once.
+  public var manifestKey: String {
+    let name = scope.manifest.split(separator: "/").last.map(String.init) ?? "manifest"
+    let digest = SHA256.hash(data: Array(scope.manifest.utf8)).hexString.prefix(8)
+    return name + "-" + digest
+  }
+  /// A jar kept where earlier versions kept it (`cookies/SESSION.txt`, shared by every manifest of
+  /// the folder) becomes this manifest's when it has none yet: the first manifest to run keeps the
+  /// cookies.
+  public func adoptLegacyCookieJar(session: String) {
+    let jar = cookieJar(session: session)
+    let legacy = path + "/cookies/\(session).txt"
+    guard access(jar, F_OK) != 0, access(legacy, F_OK) == 0 else { return }
+    try? FileAccess.makeDirectories(FileAccess.directory(of: jar))
+    _ = rename(legacy, jar)
+  }
+
+  /// The lock a run of this manifest takes (relative to the folder).
+  public var lockName: String { "locks/\(manifestKey).lock" }
+  public func cookieJar(session: String) -> String { path + "/cookies/\(manifestKey)/\(session).txt" }
+  public func cache(session: String) -> String { path + "/cache/\(manifestKey)/\(session)" }
+  public func sessionReport(session: String) -> String { path + "/reports/\(manifestKey)/\(session).json" }
   /// Background workers are never sharded: their files are in the base folder.
   public var workers: String { base + "/workers" }
   /// Documents fetched before planning are shared by every shard: in the base folder.
