@@ -304,4 +304,37 @@ import Testing
     let locks = try FileManager.default.contentsOfDirectory(atPath: fixture.folder.path + "/.batchdl/locks")
     #expect(locks.count == 2, "\(locks)")
   }
+
+  /// Ids were absolute paths when `dest` was absolute: the same manifest run with another `dest`
+  /// (another machine, a CI workspace) diffed as every task removed and added, exit 0.
+  @Test func idsAreTheSameWhateverTheAbsoluteDest() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(.version(1, length: 2000)))
+    fixture.server.route("/b.bin", .file(.version(2, length: 2000)))
+    func manifest(dest: String) {
+      fixture.manifest(
+        """
+        version: 1
+        sessions:
+          s:
+            dest: \(dest)
+            tasks:
+              - download: BASE/a.bin
+                to: sub/a.bin
+              - download: BASE/b.bin
+                after: [sub/a.bin]
+        """)
+    }
+    manifest(dest: fixture.folder.path + "/one")
+    #expect(try fixture.run().status == 0)
+    #expect(try fixture.tasks().keys.sorted() == ["b.bin", "sub/a.bin"])
+    #expect(fixture.holds("one/sub/a.bin", FileResource.versionBytes(1, length: 2000)))
+    try FileManager.default.moveItem(
+      atPath: fixture.folder.path + "/report.json", toPath: fixture.folder.path + "/one.json")
+    manifest(dest: fixture.folder.path + "/two")
+    #expect(try fixture.run().status == 0)
+    #expect(try fixture.tasks().keys.sorted() == ["b.bin", "sub/a.bin"])
+    let diff = try BinaryRunner.run(["report", "diff", "one.json", "report.json"], in: fixture.folder.path)
+    #expect(diff.status == 0 && diff.stdout.contains("no changes"), "\(diff.stdout)")
+  }
 }

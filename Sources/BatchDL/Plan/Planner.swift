@@ -93,6 +93,8 @@ private struct PlanBuilder {
   var documentFileOfTask: [Int32: DocumentFile] = [:]
   /// See `Plan.refusedFiles`.
   var refusedFiles: [RefusedFile] = []
+  /// Each session's absolute `dest` with a final `/` (nil for a relative one), made when first asked.
+  var destPrefixes: [[UInt8]?]?
   var refusedIDs = Set<String>()
   var resolvedAfter: [Int32: [(task: Int32, ref: TaskReference)]] = [:]
   var merged = 0
@@ -843,7 +845,10 @@ private struct PlanBuilder {
         let sameRequest = existingRequest != nil && previous.request == existingRequest
         // Both with default ids: a destination, or the URL of a data task without `to:` (only those are
         // in `namedIDs` before `checkIDs`).
-        let defaultIDs = !explicitID && (toRef.isNone || previous.id == previous.to)
+        // (A default id under an absolute `dest` is the destination relative to it: `portableID`.)
+        let previousDefault =
+          previous.id == previous.to || (!previous.to.isNone && namedIDs[text.string(previous.id)] == other)
+        let defaultIDs = !explicitID && (toRef.isNone || previousDefault)
         if sameRequest && defaultIDs && previous.kind == context.kind {
           merged += 1
           if context.priority < requests[Int(previous.request)].priority {
@@ -919,8 +924,35 @@ private struct PlanBuilder {
     tasks.append(
       PlannedTask(
         session: context.session, entry: context.entry, line: line, kind: context.kind, request: requestNumber,
-        nextSharing: -1, id: idRef, url: finalURL, to: toRef))
+        nextSharing: -1, id: explicitID || idRef != toRef ? idRef : portableID(toRef, session: context.session),
+        url: finalURL, to: toRef))
     return taskIndex
+  }
+
+  /// The default id of a task whose destination is `toRef`: the destination itself when it is
+  /// relative to the manifest's folder, and relative to the session's `dest` when that is absolute,
+  /// so that the same manifest has the same ids on every machine (another `dest`, a CI workspace).
+  /// The destination stays the id when another task has the relative one already (two sessions
+  /// with absolute `dest`s and a file of one name).
+  mutating func portableID(_ toRef: TextRef, session: Int32) -> TextRef {
+    guard !toRef.isNone, let prefix = absoluteDestPrefix(session: session) else { return toRef }
+    guard text.withBytes(toRef, { $0.count > prefix.count && $0.starts(with: prefix) }) else { return toRef }
+    let bytes = text.withBytes(toRef) { Array($0.dropFirst(prefix.count)) }
+    let id = String(decoding: bytes, as: UTF8.self)
+    guard namedIDs[id] == nil, task(withDestination: id) == nil else { return toRef }
+    let relative = bytes.withUnsafeBytes { text.append($0) }
+    namedIDs[id] = Int32(tasks.count)
+    return relative
+  }
+
+  /// A session's `dest` with a final `/`, as bytes, when it is absolute; nil when it is relative.
+  mutating func absoluteDestPrefix(session: Int32) -> [UInt8]? {
+    if destPrefixes == nil {
+      destPrefixes = manifest.sessions.map { session in
+        session.dest.hasPrefix("/") ? Array(PathRules.folderPrefix(session.dest).utf8) : nil
+      }
+    }
+    return destPrefixes?[Int(session)] ?? nil
   }
 
   mutating func internHost(_ authority: UnsafeRawBufferPointer) -> Int32 {
@@ -981,6 +1013,9 @@ private struct PlanBuilder {
   func task(withID id: String) -> Int32? {
     if let task = namedIDs[id] { return task }
     if let task = task(withDestination: id), text.equals(tasks[Int(task)].id, id) { return task }
+    // An absolute destination names its task still, as the id it was before ids under an absolute
+    // `dest` became relative to it.
+    if id.hasPrefix("/"), let task = task(withDestination: id) { return task }
     return nil
   }
 

@@ -55,7 +55,12 @@ public struct StoredResults: Sendable {
 
   /// The result stored for a plan's task, by its id, as an entry of fixed fields.
   public func entry(for task: PlannedTask, in plan: Plan) -> Entry? {
-    plan.text.withBytes(task.id) { find($0) }.map { entry(at: Int($0)) }
+    if let row = plan.text.withBytes(task.id, { find($0) }) { return entry(at: Int(row)) }
+    // A result recorded when ids under an absolute `dest` were the absolute destination.
+    guard !task.to.isNone, task.to != task.id, plan.text.withBytes(task.to, { $0.first == UInt8(ascii: "/") }) else {
+      return nil
+    }
+    return plan.text.withBytes(task.to) { find($0) }.map { entry(at: Int($0)) }
   }
 
   /// The whole result behind an entry.
