@@ -172,8 +172,10 @@ public struct ReportPage {
     }
     columns.append(("url", "url → to", false))
     out += "<section id=\"tasks\">\n<h2>Tasks (\(results.count))</h2>\n"
-    out += "<noscript><p class=\"none\">The task table needs JavaScript; the summary and the failures above "
-    out += "do not. The report's JSON has every task.</p></noscript>\n"
+    let firstPage = Self.firstPage(results)
+    out += "<noscript><p class=\"none\">Without JavaScript, the table shows the first \(firstPage.count) "
+    out += "of the \(results.count) tasks, failures first, without sorting, filtering or paging; the report's "
+    out += "JSON has every task.</p></noscript>\n"
     out += "<div class=\"needs-js\">\n<div class=\"tools\">\n"
     out +=
       "<input id=\"filter\" type=\"search\" placeholder=\"Filter: id, URL, error…\" aria-label=\"Filter the tasks\">\n"
@@ -188,18 +190,86 @@ public struct ReportPage {
     out += "</select>\n<span id=\"shown\"></span>\n"
     out +=
       "<button class=\"prev\" type=\"button\">‹ previous</button><button class=\"next\" type=\"button\">next ›</button>\n"
-    out += "</div>\n<div class=\"scroll\"><table id=\"table\">\n<thead><tr>"
+    out += "</div>\n</div>\n<div class=\"scroll\"><table id=\"table\">\n<thead><tr>"
     for column in columns {
       out += "<th data-column=\"\(column.name)\"\(column.numeric ? " class=\"num\"" : "")>"
       out += "<button type=\"button\">\(column.label)</button></th>"
     }
-    out += "</tr></thead>\n<tbody></tbody>\n</table></div>\n<div class=\"tools pager\">"
+    // The first page is in the page itself (CI servers often serve archived HTML with scripts
+    // blocked); the script redraws it, and adds sorting, filtering and paging.
+    out += "</tr></thead>\n<tbody>"
+    for result in firstPage { writeRow(result, columns: columns.map(\.name), to: &out) }
+    out += "</tbody>\n</table></div>\n<div class=\"needs-js\"><div class=\"tools pager\">"
     out +=
       "<button class=\"prev\" type=\"button\">‹ previous</button><button class=\"next\" type=\"button\">next ›</button>"
-    out += "</div>\n</div>\n"
+    out += "</div></div>\n"
     out += "<script type=\"application/json\" id=\"data\">"
     writeData(results, to: &out)
     out += "</script>\n<script>\(Self.script)</script>\n</section>\n"
+  }
+
+  /// The rows the script shows first: failures first (outcome order), then by id, at most a page.
+  static func firstPage(_ results: [TaskResult]) -> [TaskResult] {
+    let ordered = results.enumerated().sorted { lhs, rhs in
+      let (a, b) = (rank(lhs.element.outcome), rank(rhs.element.outcome))
+      return a != b ? a < b : lhs.offset < rhs.offset
+    }
+    return ordered.prefix(pageSize).map(\.element)
+  }
+
+  /// Rows on a page of the table (the script's `PAGE`).
+  static let pageSize = 250
+
+  /// One row of the table as the script draws it.
+  private func writeRow(_ result: TaskResult, columns: [String], to out: inout String) {
+    func cell(_ text: String, _ cls: String? = nil, title: String? = nil, note: String? = nil) {
+      out +=
+        "<td" + (cls.map { " class=\"\($0)\"" } ?? "") + (title.map { " title=\"\(Self.escape($0))\"" } ?? "") + ">"
+      out += Self.escape(text)
+      if let note { out += "<small>\(Self.escape(note))</small>" }
+      out += "</td>"
+    }
+    func seconds(_ value: Double?) -> String { value.map { TextFormat.fixed($0, decimals: 3) } ?? "" }
+    out += "<tr class=\"\(result.outcome.rawValue)\">"
+    for column in columns {
+      switch column {
+      case "id": cell(result.id, "id")
+      case "session": cell(result.session)
+      case "kind": cell(result.kind.rawValue)
+      case "outcome":
+        if let error = result.error {
+          cell(result.outcome.rawValue, "outcome", title: error.message, note: error.code)
+        } else {
+          let source = result.source.flatMap { $0 != "network" && !$0.isEmpty ? $0 : nil }
+          cell(result.outcome.rawValue, "outcome", note: source)
+        }
+      case "status": cell(result.status.map(String.init) ?? "", "num")
+      case "size": cell(result.size.map(Self.size) ?? "", "num", title: result.size.map { "\($0) bytes" })
+      case "sha256": cell(result.sha256.map { String($0.prefix(12)) + "…" } ?? "", "sha", title: result.sha256)
+      case "attempts": cell(String(result.attempts), "num")
+      case "started": cell(seconds(result.started), "num")
+      case "took":
+        let took = result.started.flatMap { start in result.seconds.map { max(0, $0 - start) } }
+        cell(seconds(took), "num")
+      case "ended": cell(seconds(result.seconds), "num")
+      default:
+        let to = result.to.flatMap { $0 == result.id ? nil : $0 }
+        cell(result.url, "url", note: to.map { "→ " + $0 })
+      }
+    }
+    out += "</tr>\n"
+  }
+
+  /// A size as the script shows it: `312 B`, `1.5 MB`.
+  static func size(_ bytes: Int64) -> String {
+    let units = ["B", "KB", "MB", "GB", "TB"]
+    var value = Double(bytes)
+    var index = 0
+    while value >= 1024 && index < units.count - 1 {
+      value /= 1024
+      index += 1
+    }
+    return index == 0 ? "\(bytes) B" : TextFormat.fixed(value, decimals: 1) + " " + units[index]
   }
 
   /// The tasks for the script, as compact rows (see `ReportPage.script` for the fields).
