@@ -337,4 +337,36 @@ import Testing
     let diff = try BinaryRunner.run(["report", "diff", "one.json", "report.json"], in: fixture.folder.path)
     #expect(diff.status == 0 && diff.stdout.contains("no changes"), "\(diff.stdout)")
   }
+
+  /// A nightly mirror asked upstream whether an unpinned file changed only with --refresh, which
+  /// the examples did not give: `refresh:` in the manifest says it.
+  @Test func refreshInTheManifestAsksAgainOnceTheCheckIsOld() throws {
+    let fixture = try Self.fixture(
+      """
+            - download: BASE/a.bin
+              to: a.bin
+      """, session: "    refresh: 2s")
+    #expect(try fixture.run().status == 0)
+    #expect(fixture.server.requests(for: "/a.bin").count == 1)
+    #expect(try fixture.run().status == 0)
+    #expect(fixture.server.requests(for: "/a.bin").count == 1, "checked 0 s ago: no request")
+    usleep(2_100_000)
+    #expect(try fixture.run().status == 0)
+    let asked = fixture.server.requests(for: "/a.bin")
+    #expect(asked.count == 2)
+    #expect(asked.last?.header("if-none-match") != nil, "a conditional request")
+    #expect(try fixture.tasks()["a.bin"]?["source"] as? String == "not-modified")
+    // The 304 counts as a check: the next run asks nothing.
+    #expect(try fixture.run().status == 0)
+    #expect(fixture.server.requests(for: "/a.bin").count == 2)
+    // refresh: always asks every run; never (the default) never does.
+    fixture.manifest(
+      (fixture.folder.read("manifest.yaml") ?? "").replacingOccurrences(of: "refresh: 2s", with: "refresh: always"))
+    #expect(try fixture.run().status == 0)
+    #expect(fixture.server.requests(for: "/a.bin").count == 3)
+    fixture.manifest(
+      (fixture.folder.read("manifest.yaml") ?? "").replacingOccurrences(of: "refresh: always", with: "refresh: never"))
+    #expect(try fixture.run().status == 0)
+    #expect(fixture.server.requests(for: "/a.bin").count == 3)
+  }
 }

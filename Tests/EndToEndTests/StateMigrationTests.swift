@@ -56,6 +56,36 @@ import Testing
     }
   }
 
+  /// Schema 3 (no `results.checked`): read-only commands read it as it is, and a run adds the
+  /// column; every finished file stays unchanged and costs no request.
+  @Test func aSchema3StateGainsTheCheckedColumnAndKeepsItsResults() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/a.txt", .text("a\n"))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        main:
+          tasks:
+            - download: BASE/a.txt
+      """)
+    #expect(try fixture.run().status == 0)
+    let state = fixture.folder.path + "/.batchdl"
+    do {
+      let db = try SQLiteDatabase(path: state + "/state.sqlite")
+      try db.execute(
+        "ALTER TABLE results DROP COLUMN checked; UPDATE meta SET value = '3' WHERE key = 'schema_version';")
+    }
+    let status = try BinaryRunner.run(["status", "manifest.yaml"], in: fixture.folder.path)
+    #expect(status.status == 0, "\(status.stderr)")
+    fixture.server.clearLog()
+    #expect(try fixture.run().status == 0)
+    #expect(fixture.server.requests(for: "/a.txt").isEmpty)
+    #expect(try fixture.tasks()["a.txt"]?["outcome"] as? String == "unchanged")
+    let store = try #require(try StateStore.open(folder: state, readOnly: true))
+    #expect(try store.results().count == 1)
+  }
+
   @Test func aSchema1StateKeepsItsResultsAndCheckpoints() throws {
     let fixture = try RunFixture()
     let body = TestData.pseudoRandomBytes(count: 3 << 20, seed: 64)

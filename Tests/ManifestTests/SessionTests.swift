@@ -5,6 +5,31 @@ import Testing
 
 /// Session names, kinds, choices with suggestions, identifiers, and how defaults are inherited.
 @Suite struct SessionTests {
+  @Test func refreshIsNeverAlwaysOrADurationInheritedFromDefaults() throws {
+    let manifest = try load(
+      """
+      version: 1
+      defaults:
+        refresh: 1d
+      sessions:
+        a:
+          tasks: [{download: https://example.org/a}]
+        b:
+          refresh: always
+          tasks: [{download: https://example.org/b}]
+        c:
+          refresh: never
+          tasks: [{download: https://example.org/c}]
+      """)
+    #expect(manifest.session("a")?.refresh == .after(.seconds(86_400)))
+    #expect(manifest.session("b")?.refresh == .always)
+    #expect(manifest.session("c")?.refresh == .never)
+    #expect(try load(minimal).session("main")?.refresh == .never)
+    expectProblems(
+      minimal(adding: "refresh: sometimes"), [Expected("6:14", "refresh must be never, always or a duration")])
+    expectProblems(minimal(adding: "refresh: 0s"), [Expected("6:14", "refresh")])
+  }
+
   @Test func unknownSessionKind() {
     expectProblems(
       minimal(adding: "kind: backround"),

@@ -14,6 +14,7 @@ struct ManifestDecoder {
   static let topKeys = ["version", "defaults", "sessions"]
   static let settingKeys = [
     "kind", "dest", "timeouts", "retry", "cache", "network", "headers", "on_finished", "insecure", "mirrors", "tls",
+    "refresh",
   ]
   static let sessionKeys = settingKeys + ["identifier", "tasks"]
   static let timeoutKeys = ["request", "resource"]
@@ -143,6 +144,7 @@ struct ManifestDecoder {
     var headers: [Header] = []
     var onFinished: String?
     var insecure: Bool?
+    var refresh: RefreshPolicy?
     var segments: Int?
     var minSegmentSize: Int64?
     var mirrors: [MirrorRule]?
@@ -262,6 +264,17 @@ struct ManifestDecoder {
         checkKeys(entries, known: Self.tlsKeys, in: "tls")
         result.tlsMark = value.mark
         result.tls = tls(entries)
+      case "refresh":
+        if let word = value.scalar, word == "never" || word == "always" {
+          result.refresh = word == "never" ? .never : .always
+        } else if value.scalar?.first?.isNumber == true {
+          result.refresh = interval(value, what: "refresh", positive: true).map { .after($0) }
+        } else {
+          diagnostics.error(
+            value.mark,
+            "refresh must be never, always or a duration (1d, 12h), found \(value.scalar.map { "'\($0)'" } ?? value.kindName)"
+          )
+        }
       case "insecure":
         result.insecure = boolean(value, what: "insecure")
         if result.insecure == true {
@@ -373,7 +386,8 @@ struct ManifestDecoder {
         memory: own.cacheMemory ?? defaults.cacheMemory ?? 20 << 20,
         disk: kind == .ephemeral ? 0 : (own.cacheDisk ?? defaults.cacheDisk ?? 100 << 20)),
       network: network, headers: headers, onFinished: own.onFinished ?? defaults.onFinished, tasks: tasks,
-      insecure: own.insecure ?? defaults.insecure ?? false, mirrors: own.mirrors ?? defaults.mirrors ?? [], tls: tls)
+      insecure: own.insecure ?? defaults.insecure ?? false, mirrors: own.mirrors ?? defaults.mirrors ?? [], tls: tls,
+      refresh: own.refresh ?? defaults.refresh ?? .never)
   }
 
   // MARK: - TLS

@@ -258,6 +258,19 @@ public struct Session: Sendable {
   public var mirrors: [MirrorRule] = []
   /// `tls:`.
   public var tls = TLSSettings()
+  /// `refresh:`: when finished downloads are asked again whether they changed.
+  public var refresh = RefreshPolicy.never
+}
+
+/// When a run asks the server again, with a conditional request, whether a finished download
+/// changed (`refresh:`; `run --refresh` does it once for every file).
+public enum RefreshPolicy: Sendable, Equatable {
+  /// Never: a finished manifest costs no request.
+  case never
+  /// Every run.
+  case always
+  /// Once the file was last checked with the server longer ago than this.
+  case after(Interval)
 }
 
 /// One entry of a session's `mirrors:` map: a download whose URL starts with `prefix` also gets the

@@ -106,11 +106,29 @@ public struct PriorState: Sendable {
       }
       return (.send, reason)
     }
+    // `--refresh`, or the session's `refresh:` when the file was last checked long enough ago.
+    var why: String?
     if refresh {
-      if let validators, results.etag(of: validators) != nil || results.lastModified(of: validators) != nil {
-        return (.revalidate, "--refresh: ask whether it changed")
+      why = "--refresh"
+    } else {
+      switch session.refresh {
+      case .never: break
+      case .always: why = "refresh: always"
+      case .after(let interval):
+        let checked = validators?.checked ?? 0
+        let age = Int64(Date().timeIntervalSince1970) - checked
+        if age * 1000 >= interval.milliseconds {
+          why =
+            validators?.checked == nil
+            ? "refresh: \(interval), never checked" : "refresh: \(interval), last checked \(age) s ago"
+        }
       }
-      return (.send, "--refresh, and no validator was recorded")
+    }
+    if let why {
+      if let validators, results.etag(of: validators) != nil || results.lastModified(of: validators) != nil {
+        return (.revalidate, "\(why): ask whether it changed")
+      }
+      return (.send, "\(why), and no validator was recorded")
     }
     return (.unchanged, "unchanged since the last run")
   }

@@ -493,6 +493,7 @@ final class RunBookkeeper: TransferObserver {
         unchanged.attempts = result.attempts
         unchanged.source = "not-modified"
         record(unchanged)
+        recorder.rechecked(task, request: request)
       }
     case .success(let received):
       let result = received.withDigest()

@@ -70,6 +70,9 @@ final class StateRecorder {
     }
   }
 
+  /// When results recorded now were checked with the server (seconds since the epoch).
+  private let now = Int64(Date().timeIntervalSince1970)
+
   /// Remembers a task's result for the next run. `written`: the file's size and time as the run
   /// wrote it, when known (else they are read back); `path`: its absolute destination, when the
   /// caller has it at hand.
@@ -93,8 +96,18 @@ final class StateRecorder {
       etag: pendingResults.text(etag ?? previous.flatMap(prior.results.etag(of:))),
       lastModified: pendingResults.text(lastModified ?? previous.flatMap(prior.results.lastModified(of:))),
       fileSize: info?.size, fileModified: info?.modified, errorCode: pendingResults.text(result.error?.code),
-      errorMessage: pendingResults.text(result.error?.message))
+      errorMessage: pendingResults.text(result.error?.message), checked: head == nil ? nil : now)
     pendingResults.append(row)
+  }
+
+  /// A task's file was confirmed unchanged by the server (a `304`): its recorded result stands, as
+  /// checked now.
+  func rechecked(_ task: PlannedTask, request: PlannedRequest) {
+    guard persists(request), let entry = prior.results.entry(for: task, in: plan) else { return }
+    var stored = prior.results.stored(entry)
+    stored.taskID = plan.id(of: task)
+    stored.checked = now
+    pendingResults.append(stored)
   }
 
   /// Records the time a request that did not finish has spent, across runs (ms).

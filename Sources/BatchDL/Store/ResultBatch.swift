@@ -23,6 +23,7 @@ struct ResultBatch {
     var fileModified: Int64?
     var errorCode: Text?
     var errorMessage: Text?
+    var checked: Int64? = nil
   }
 
   private var rows: [Row] = []
@@ -79,7 +80,7 @@ struct ResultBatch {
       outcome: text(result.outcome), status: result.status.map { Int64($0) }, size: result.size,
       sha256: text(result.sha256), etag: text(result.etag), lastModified: text(result.lastModified),
       fileSize: result.fileSize, fileModified: result.fileModified, errorCode: text(result.errorCode),
-      errorMessage: text(result.errorMessage))
+      errorMessage: text(result.errorMessage), checked: result.checked)
     rows.append(row)
   }
 

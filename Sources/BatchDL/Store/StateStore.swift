@@ -55,12 +55,16 @@ public struct StoredResult: Sendable, Equatable {
   public var fileModified: Int64?
   public var errorCode: String?
   public var errorMessage: String?
+  /// When the server was last asked for it (seconds since the epoch): a fetch, or a `304` to a
+  /// conditional request. `refresh: DURATION` asks again once this is older.
+  public var checked: Int64?
 
   public init(
     taskID: String, requestKey: String, destination: String?, outcome: String, status: Int? = nil, size: Int64? = nil,
     sha256: String? = nil, etag: String? = nil, lastModified: String? = nil, fileSize: Int64? = nil,
-    fileModified: Int64? = nil, errorCode: String? = nil, errorMessage: String? = nil
+    fileModified: Int64? = nil, errorCode: String? = nil, errorMessage: String? = nil, checked: Int64? = nil
   ) {
+    self.checked = checked
     self.taskID = taskID
     self.requestKey = requestKey
     self.destination = destination
@@ -116,7 +120,7 @@ public struct StateScope: Sendable, Equatable {
 /// - `extents(manifest, request_key, start, end)`: a segmented download's synced extents, beside
 ///   its checkpoint row.
 public final class StateStore {
-  public static let schemaVersion = 3
+  public static let schemaVersion = 4
   public static let fileName = "state.sqlite"
 
   private let db: SQLiteDatabase
@@ -124,6 +128,8 @@ public final class StateStore {
   private let scope: StateScope?
   /// A schema-1 store opened read-only: no `manifest` column.
   private let legacy: Bool
+  /// Whether `results` has its `checked` column (schema 4; an older store opened read-only has not).
+  private let hasChecked: Bool
 
   /// Opens the store in `folder`, creating and migrating it unless `readOnly`. A read-only open of
   /// a folder without a store, or of a database without tables (empty, or whose tables were only
@@ -152,16 +158,17 @@ public final class StateStore {
     }
     if readOnly {
       guard version > 0 else { return nil }
-      return StateStore(db: db, scope: scope, legacy: version < 2)
+      return StateStore(db: db, scope: scope, legacy: version < 2, hasChecked: version >= 4)
     }
     try Self.migrate(db, from: version, scope: scope)
-    return StateStore(db: db, scope: scope, legacy: false)
+    return StateStore(db: db, scope: scope, legacy: false, hasChecked: true)
   }
 
-  private init(db: SQLiteDatabase, scope: StateScope?, legacy: Bool) {
+  private init(db: SQLiteDatabase, scope: StateScope?, legacy: Bool, hasChecked: Bool) {
     self.db = db
     self.scope = scope
     self.legacy = legacy
+    self.hasChecked = hasChecked
   }
 
   /// The schema version recorded in the database, 0 when it has none (a new or empty database).
@@ -182,7 +189,7 @@ public final class StateStore {
     CREATE TABLE IF NOT EXISTS results (
       manifest TEXT NOT NULL, task_id TEXT NOT NULL, request_key TEXT NOT NULL, destination TEXT,
       outcome TEXT NOT NULL, status INTEGER, size INTEGER, sha256 TEXT, etag TEXT, last_modified TEXT,
-      file_size INTEGER, file_modified INTEGER, error_code TEXT, error_message TEXT,
+      file_size INTEGER, file_modified INTEGER, error_code TEXT, error_message TEXT, checked INTEGER,
       PRIMARY KEY (manifest, task_id));
     CREATE TABLE IF NOT EXISTS budgets (
       manifest TEXT NOT NULL, request_key TEXT NOT NULL, spent_ms INTEGER NOT NULL, attempts INTEGER NOT NULL,
@@ -190,7 +197,7 @@ public final class StateStore {
     CREATE TABLE IF NOT EXISTS extents (
       manifest TEXT NOT NULL, request_key TEXT NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL,
       PRIMARY KEY (manifest, request_key, start));
-    INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', '3');
+    INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', '4');
     """
 
   private static func migrate(_ db: SQLiteDatabase, from current: Int, scope: StateScope?) throws(SQLiteError) {
@@ -198,7 +205,15 @@ public final class StateStore {
     try db.transaction { () throws(SQLiteError) in
       try db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
       guard current == 1 else {
-        // A new store, or schema 2: the tables it lacks are added, its rows stay.
+        // A new store, or schema 2 or 3: the tables it lacks are added, its rows stay; schema 4
+        // added `results.checked` (NULL for the rows before it: never asked with `refresh`).
+        if current >= 2 {
+          let columns = try db.prepare("SELECT count(*) FROM pragma_table_info('results') WHERE name = 'checked'")
+          try columns.bind([])
+          if try columns.step(), columns.integer(0) ?? 0 == 0 {
+            try db.execute("ALTER TABLE results ADD COLUMN checked INTEGER")
+          }
+        }
         try db.execute(tables)
         return
       }
@@ -223,7 +238,7 @@ public final class StateStore {
       try db.prepare(
         """
         INSERT INTO results SELECT ?1, task_id, request_key, destination, outcome, status, size, sha256, etag,
-          last_modified, file_size, file_modified, error_code, error_message FROM results_v1
+          last_modified, file_size, file_modified, error_code, error_message, NULL FROM results_v1
         """
       ).run([.text(manifest)])
       try db.prepare("INSERT INTO budgets SELECT ?1, request_key, spent_ms, attempts FROM budgets_v1").run([
@@ -326,7 +341,7 @@ public final class StateStore {
     let select = try db.prepare(
       """
       SELECT task_id, request_key, destination, outcome, status, size, sha256, etag, last_modified, file_size,
-        file_modified, error_code, error_message FROM results
+        file_modified, error_code, error_message, \(hasChecked ? "checked" : "NULL") FROM results
       """ + filter())
     try select.bind(scopeValues)
     var results = StoredResults()
@@ -373,6 +388,7 @@ public final class StateStore {
         try insert.bind(row.fileModified, at: first + 10)
         try insert.bind(borrowing: text(row.errorCode), at: first + 11)
         try insert.bind(borrowing: text(row.errorMessage), at: first + 12)
+        try insert.bind(row.checked, at: first + 13)
         if index >= inMany || place == Self.rowsPerInsert - 1 { try insert.runBound() }
       }
     }
@@ -384,7 +400,7 @@ public final class StateStore {
   private static let rowsPerInsert = 16
 
   /// The columns of a `results` row after `manifest`.
-  private static let resultColumns = 13
+  private static let resultColumns = 14
 
   /// The statements `save(results:)` runs, by rows inserted, prepared on first use.
   private var insertResultStatements: [Int: SQLiteDatabase.Statement] = [:]
@@ -399,7 +415,7 @@ public final class StateStore {
     let statement = try db.prepare(
       """
       INSERT OR REPLACE INTO results (manifest, task_id, request_key, destination, outcome, status, size, sha256,
-        etag, last_modified, file_size, file_modified, error_code, error_message)
+        etag, last_modified, file_size, file_modified, error_code, error_message, checked)
       VALUES
       """ + values.joined(separator: ", "))
     insertResultStatements[rows] = statement

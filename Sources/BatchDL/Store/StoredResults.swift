@@ -18,6 +18,7 @@ public struct StoredResults: Sendable {
     var size: Int64
     var fileSize: Int64
     var fileModified: Int64
+    var checked: Int64
     /// `Int32.min`: none.
     var status: Int32
   }
@@ -29,6 +30,8 @@ public struct StoredResults: Sendable {
     public var fileSize: Int64?
     public var fileModified: Int64?
     public var status: Int?
+    /// When the server was last asked (`StoredResult.checked`).
+    public var checked: Int64?
     /// The row, for `stored(_:)` and the text accessors.
     let row: Int
   }
@@ -105,7 +108,7 @@ public struct StoredResults: Sendable {
         id: id, requestKey: ref(1), destination: ref(2), outcome: ref(3), sha256: ref(6), etag: ref(7),
         lastModified: ref(8), errorCode: ref(11), errorMessage: ref(12), size: select.integer(5) ?? .min,
         fileSize: select.integer(9) ?? .min, fileModified: select.integer(10) ?? .min,
-        status: select.integer(4).flatMap { Int32(exactly: $0) } ?? .min))
+        checked: select.integer(13) ?? .min, status: select.integer(4).flatMap { Int32(exactly: $0) } ?? .min))
   }
 
   /// Adds a result, or replaces the one of the same task id.
@@ -119,7 +122,7 @@ public struct StoredResults: Sendable {
         lastModified: ref(result.lastModified), errorCode: ref(result.errorCode),
         errorMessage: ref(result.errorMessage),
         size: result.size ?? .min, fileSize: result.fileSize ?? .min, fileModified: result.fileModified ?? .min,
-        status: result.status.flatMap { Int32(exactly: $0) } ?? .min))
+        checked: result.checked ?? .min, status: result.status.flatMap { Int32(exactly: $0) } ?? .min))
   }
 
   /// Every result held, whole.
@@ -147,7 +150,7 @@ public struct StoredResults: Sendable {
     return Entry(
       outcome: text.withBytes(row.outcome) { TaskOutcome(rawValue: String(decoding: $0, as: UTF8.self)) },
       size: Self.number(row.size), fileSize: Self.number(row.fileSize), fileModified: Self.number(row.fileModified),
-      status: row.status == .min ? nil : Int(row.status), row: index)
+      status: row.status == .min ? nil : Int(row.status), checked: Self.number(row.checked), row: index)
   }
 
   private func stored(at index: Int) -> StoredResult {
@@ -159,7 +162,7 @@ public struct StoredResults: Sendable {
       sha256: text.optionalString(row.sha256), etag: text.optionalString(row.etag),
       lastModified: text.optionalString(row.lastModified), fileSize: Self.number(row.fileSize),
       fileModified: Self.number(row.fileModified), errorCode: text.optionalString(row.errorCode),
-      errorMessage: text.optionalString(row.errorMessage))
+      errorMessage: text.optionalString(row.errorMessage), checked: Self.number(row.checked))
   }
 
   private static func number(_ value: Int64) -> Int64? { value == .min ? nil : value }
