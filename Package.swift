@@ -34,6 +34,13 @@ let package = Package(
       name: "CEarlySignals",
       cSettings: [.unsafeFlags(["-Wall", "-Werror"])]
     ),
+    // libxml2's parser, for what Foundation's XMLParser does not let batchdl set: whether a
+    // document has a DTD, found with entities off and nothing loaded.
+    .target(
+      name: "CXML",
+      cSettings: [.unsafeFlags(["-Wall", "-Werror", "-I/usr/include/libxml2"])],
+      linkerSettings: [.linkedLibrary("xml2")]
+    ),
     .systemLibrary(
       name: "CYAML",
       pkgConfig: "yaml-0.1",
@@ -49,6 +56,7 @@ let package = Package(
       dependencies: [
         "CCurl",
         "CSystem",
+        "CXML",
         "CYAML",
         "CSQLite",
         .product(name: "Crypto", package: "swift-crypto"),

@@ -365,6 +365,27 @@ private func meta4(_ files: String) -> String {
       ])
   }
 
+  /// libxml2's own parser decides whether there is a DTD (entities off, nothing loaded, stopped at
+  /// the declaration), not a search of the bytes: a billion laughs and a declaration that crashes
+  /// Foundation's XMLParser are found without being read; `<!DOCTYPE` in a comment is no DTD.
+  @Test func theParserFindsTheDTD() {
+    var laughs = "<?xml version=\"1.0\"?>\n<!DOCTYPE metalink [\n  <!ENTITY lol \"lol\">\n"
+    for level in 1...9 {
+      laughs +=
+        "  <!ENTITY lol\(level) \"" + String(repeating: "&lol\(level - 1 == 0 ? "" : String(level - 1));", count: 10)
+        + "\">\n"
+    }
+    laughs += "]>\n" + meta4("<file name=\"&lol9;\"><url>https://example.org/&lol9;</url></file>")
+    #expect(Metalink.doctypeLine(Array(laughs.utf8)) == 2)
+    let attlist = "<?xml version=\"1.0\"?>\n\n<!DOCTYPE m [<!ATTLIST m a CDATA #IMPLIED>]>\n<m/>\n"
+    #expect(Metalink.doctypeLine(Array(attlist.utf8)) == 3)
+    // After a comment and a processing instruction, where XML allows it.
+    let late = "<?xml version=\"1.0\"?>\n<!-- a -->\n<?pi x?>\n<!DOCTYPE m SYSTEM \"file:///etc/passwd\">\n<m/>\n"
+    #expect(Metalink.doctypeLine(Array(late.utf8)) == 4)
+    #expect(Metalink.doctypeLine(Array(meta4("<!-- <!DOCTYPE not one --><file name=\"a\"/>").utf8)) == nil)
+    #expect(Metalink.doctypeLine(Array(meta4("<file name=\"a\"><url>https://example.org/a</url></file>").utf8)) == nil)
+  }
+
   @Test func externalEntitiesAreNeverRead() throws {
     let folder = TemporaryDirectory()
     let secret = folder.write("secret.txt", "TOP-SECRET")

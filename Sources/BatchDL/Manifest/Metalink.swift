@@ -1,3 +1,4 @@
+import CXML
 import Foundation
 
 #if canImport(FoundationXML)
@@ -254,15 +255,29 @@ public enum Metalink {
     }
     if let problem = encodingProblem(bytes) { return failed(start, problem) }
     let positions = Positions(bytes, file: file)
-    // Metalink needs no DTD. Entity declarations are refused before libxml2 sees them: a few lines
-    // of nested entities can expand to gigabytes ("billion laughs"), and external ones read files.
-    // The parser refuses them too (`parseXML`): this check is the first line, not the only one.
-    if let offset = positions.find(Array("<!DOCTYPE".utf8)) {
+    // Metalink needs no DTD, and none is read: a few lines of nested entities can expand to
+    // gigabytes ("billion laughs"), external ones read files, and some declarations crash
+    // Foundation's XMLParser before its delegate hears of them. libxml2's own parser says whether
+    // there is one, with entities off and nothing loaded (CXML); the delegate refuses declarations
+    // too (`parseXML`), and the bytes are searched last, for a position and as a last guard.
+    let line = doctypeLine(bytes)
+    let offset = positions.find(Array("<!DOCTYPE".utf8))
+    if line != nil || offset != nil {
+      let mark = offset.map(positions.mark(ofByte:)) ?? SourceMark(file: file, line: max(1, line ?? 1), column: 1)
       return failed(
-        positions.mark(ofByte: offset),
-        "the document has a <!DOCTYPE>: Metalink needs none, and its entity declarations are refused; remove it")
+        mark, "the document has a <!DOCTYPE>: Metalink needs none, and its entity declarations are refused; remove it")
     }
     return parseXML(bytes, positions: positions)
+  }
+
+  /// The line of the document's `<!DOCTYPE>` as libxml2's parser finds it (entities off, nothing
+  /// loaded, the parse stopped there), or nil when it has none.
+  static func doctypeLine(_ bytes: [UInt8]) -> Int? {
+    var line: Int32 = 0
+    let found = bytes.withUnsafeBufferPointer { buffer in
+      buffer.withMemoryRebound(to: CChar.self) { cxml_find_doctype($0.baseAddress, Int32($0.count), &line) }
+    }
+    return found == 1 ? Int(line) : nil
   }
 
   /// The parse alone, without the checks on the bytes (size, encoding, `<!DOCTYPE>`): the tests
