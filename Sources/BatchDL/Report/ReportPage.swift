@@ -244,7 +244,7 @@ public struct ReportPage {
           cell(result.outcome.rawValue, "outcome", note: source)
         }
       case "status": cell(result.status.map(String.init) ?? "", "num")
-      case "size": cell(result.size.map(Self.size) ?? "", "num", title: result.size.map { "\($0) bytes" })
+      case "size": cell(result.size.map(ProgressDisplay.bytes) ?? "", "num", title: result.size.map { "\($0) bytes" })
       case "sha256": cell(result.sha256.map { String($0.prefix(12)) + "…" } ?? "", "sha", title: result.sha256)
       case "attempts": cell(String(result.attempts), "num")
       case "started": cell(seconds(result.started), "num")
@@ -258,18 +258,6 @@ public struct ReportPage {
       }
     }
     out += "</tr>\n"
-  }
-
-  /// A size as the script shows it: `312 B`, `1.5 MB`.
-  static func size(_ bytes: Int64) -> String {
-    let units = ["B", "KB", "MB", "GB", "TB"]
-    var value = Double(bytes)
-    var index = 0
-    while value >= 1024 && index < units.count - 1 {
-      value /= 1024
-      index += 1
-    }
-    return index == 0 ? "\(bytes) B" : TextFormat.fixed(value, decimals: 1) + " " + units[index]
   }
 
   /// The tasks for the script, as compact rows (see `ReportPage.script` for the fields).
