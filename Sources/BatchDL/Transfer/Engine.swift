@@ -740,17 +740,10 @@ public final class Engine {
     return transfer
   }
 
-  /// Exponential backoff with equal jitter, at least the server's `Retry-After` (capped at an hour).
+  /// The job's next backoff (`RetryPolicy.delay`): doubled with each try on its current source.
   private func backoff(job: Int, retryAfterSeconds: Int64) -> Interval {
-    let policy = built(job).spec.retry
-    let exponent = max(0, min(jobs[job].attempts - built(job).attemptsBefore - 1, 30))
-    // Doubling stops at the cap rather than wrapping around (a long backoff doubled 30 times).
-    let doubled =
-      policy.backoff.milliseconds > Int64.max >> exponent ? Int64.max : policy.backoff.milliseconds << exponent
-    let base = max(0, min(policy.maxBackoff.milliseconds, doubled))
-    let jittered = base / 2 + (base > 1 ? Int64.random(in: 0...(base / 2)) : 0)
-    let server = min(retryAfterSeconds, 3600) * 1000
-    return Interval(milliseconds: max(jittered, server))
+    built(job).spec.retry.delay(
+      exponent: jobs[job].attempts - built(job).attemptsBefore - 1, retryAfterSeconds: retryAfterSeconds)
   }
 
   func complete(_ job: Int, _ outcome: Result<TransferResult, TransferFailure>) {

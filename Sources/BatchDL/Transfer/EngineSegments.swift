@@ -259,8 +259,11 @@ extension Engine {
         failDownload(job, download, failure, source: download.sources[source].listIndex)
         return
       }
-      let backoff = built.spec.retry.backoff.milliseconds << min(piece.failures, 20)
-      piece.notBefore = progressed ? now : now + UInt64(max(0, min(built.spec.retry.maxBackoff.milliseconds, backoff)))
+      // The backoff of every retry (with its jitter and the server's Retry-After), doubled with
+      // each try of this range that moved nothing.
+      let retryAfter = Int64(transfer.easy.info(offset: CURLINFO_RETRY_AFTER))
+      let delay = built.spec.retry.delay(exponent: piece.failures - 1, retryAfterSeconds: retryAfter)
+      piece.notBefore = progressed ? now : now + UInt64(max(0, delay.milliseconds))
     }
     if download.isComplete {
       completeSegmented(job, download)
