@@ -153,7 +153,7 @@ func request(_ plan: Plan, id: String) throws -> PlannedRequest {
     let job = builder.job(
       for: download, action: .resume(offset: 4096), cached: nil, prior: prior, dependencies: [],
       placer: FilePlacer(plan: plan, stateFolder: nil))
-    #expect(job.spec.resume == TransferSpec.Resume(offset: 4096, validator: "\"v1\"", total: 9000))
+    #expect(job.spec.resume == TransferSpec.Resume(offset: 4096, validator: .etag("\"v1\""), total: 9000))
     #expect(job.spec.spentBefore == 1234)
     #expect(job.failure == nil)
   }

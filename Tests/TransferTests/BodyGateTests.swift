@@ -177,7 +177,21 @@ import Testing
       ([("etag", "\"v1\""), ("content-encoding", "gzip")], nil),
     ] as [([(String, String)], String?)])
   func aRangeValidatorIsStrong(fields: [(String, String)], expected: String?) {
-    #expect(Transfer.rangeValidator(of: head(200, fields)) == expected)
+    #expect(Transfer.rangeValidator(of: head(200, fields))?.ifRange == expected)
+  }
+
+  /// The kinds of validator, and how the state folder keeps them.
+  @Test func aValidatorIsOfAKindNotASpelling() {
+    #expect(Transfer.rangeValidator(of: head(200, [("etag", "\"v1\"")])) == .etag("\"v1\""))
+    let date = "Tue, 10 Nov 2026 08:00:00 GMT"
+    #expect(
+      Transfer.rangeValidator(of: head(200, [("last-modified", date), ("date", "Tue, 10 Nov 2026 08:00:05 GMT")]))
+        == .date(date))
+    for validator in [ResumeValidator.etag("\"v1\""), .date(date), .digest] {
+      #expect(ResumeValidator(stored: validator.stored) == validator)
+    }
+    #expect(ResumeValidator.digest.ifRange == nil)
+    #expect(ResumeValidator.etag("\"a\"").carriesAcrossSources && !ResumeValidator.date(date).carriesAcrossSources)
   }
 
   @Test(arguments: rows) func admits(_ row: Row) {

@@ -84,7 +84,8 @@ final class JobBuilder: TransferJobSource {
     switch action {
     case .resume?:
       if let point = prior.resumePoint(for: request, in: plan), let validator = point.validator {
-        job.spec.resume = .init(offset: point.durable, validator: validator, total: point.total)
+        job.spec.resume = .init(
+          offset: point.durable, validator: ResumeValidator(stored: validator), total: point.total)
         job.spec.extents = point.extents
       }
       job.spec.spentBefore = spentBefore

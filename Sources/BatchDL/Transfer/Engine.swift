@@ -115,8 +115,8 @@ public struct TransferCheckpoint: Sendable {
   /// The partial file.
   public var path: String
   public var durable: Int64
-  /// A strong ETag or Last-Modified (`If-Range`).
-  public var validator: String
+  /// What guards continuing its bytes (`If-Range`).
+  public var validator: ResumeValidator
   public var etag: String?
   public var lastModified: String?
   public var total: Int64?
@@ -594,7 +594,7 @@ public final class Engine {
       result.sources = built.sources?.used ?? []
       outcome = .success(result)
       let writer = PieceWriter(extent: ByteExtent(start: 0, end: result.size), source: built.sources?.current ?? 0)
-      switch checkPieces(job, result, writers: [writer], validator: transfer.validator ?? "") {
+      switch checkPieces(job, result, writers: [writer], validator: transfer.validator ?? .digest) {
       case .repairing:
         return
       case .failed(let failure):

@@ -64,10 +64,10 @@ extension Engine {
     download.sources[0].hostKey = hostKey
     download.sources[0].headers = built.spec.sourceHeaders
     download.sources[0].listIndex = built.sources?.current
-    if repair { download.sources[0].validator = "" }
+    if repair { download.sources[0].validator = .digest }
     guard let list = built.sources else { return }
     let guarded = built.spec.expectedSHA256 != nil || built.spec.pieces != nil
-    guard let validator = guarded ? "" : etag else { return }
+    guard let validator = guarded ? ResumeValidator.digest : etag.map(ResumeValidator.etag) else { return }
     for index in list.healthy where index != list.current {
       let source = list.sources[index]
       download.sources.append(
@@ -77,13 +77,13 @@ extension Engine {
   }
 
   /// Continues a segmented download from its checkpoint's extents: every missing range is a piece.
-  func continueSegmented(_ job: Int, path: String, total: Int64, validator: String, now: UInt64) {
+  func continueSegmented(_ job: Int, path: String, total: Int64, validator: ResumeValidator, now: UInt64) {
     let built = built(job)
     let download: SegmentedDownload
     do {
       download = try SegmentedDownload(
-        path: path, total: total, validator: validator, etag: validator.hasPrefix("\"") ? validator : nil,
-        lastModified: validator.hasPrefix("\"") || validator.isEmpty ? nil : validator, url: built.spec.url,
+        path: path, total: total, validator: validator, etag: validator.etag,
+        lastModified: validator.lastModified, url: built.spec.url,
         connections: built.spec.segments, minSegmentSize: max(1, built.spec.minSegmentSize),
         covered: built.spec.extents)
     } catch {
@@ -93,7 +93,7 @@ extension Engine {
       return
     }
     addSources(
-      download, built, hostKey: built.spec.hostKey, etag: validator.hasPrefix("\"") ? validator : nil,
+      download, built, hostKey: built.spec.hostKey, etag: validator.etag,
       repair: built.repairing)
     if built.repairing { download.blame = built.repairBlame }
     download.planGaps()

@@ -27,7 +27,9 @@ extension Engine {
   /// Bad pieces this close (bytes) are asked again as one range.
   static let repairJoin: Int64 = 64 << 10
 
-  func checkPieces(_ job: Int, _ result: TransferResult, writers: [PieceWriter], validator: String) -> PieceVerdict {
+  func checkPieces(
+    _ job: Int, _ result: TransferResult, writers: [PieceWriter], validator: ResumeValidator
+  ) -> PieceVerdict {
     let built = built(job)
     guard let digests = built.spec.pieces, !cancelled.isSet else { return .unchecked }
     let check = BodyCheck(

@@ -41,7 +41,7 @@ final class Piece {
 struct PieceSource {
   var url: String
   var hostKey: String
-  var validator: String
+  var validator: ResumeValidator
   /// The source's own header lines (`TransferSpec.sourceHeaders`).
   var headers: [String] = []
   /// Its index in the job's `SourceList`, when the job has mirrors.
@@ -62,7 +62,7 @@ final class SegmentedDownload {
   let descriptor: Int32
   let total: Int64
   /// `If-Range` for every piece: the strong ETag, else Last-Modified.
-  let validator: String
+  let validator: ResumeValidator
   let etag: String?
   let lastModified: String?
   /// The URL the pieces ask (after the first stream's redirects).
@@ -100,7 +100,7 @@ final class SegmentedDownload {
   /// Opens the partial file (without truncating it) and makes it `total` bytes long; `covered` are
   /// the extents already on disk, `from` where the first stream stands (its piece), if there is one.
   init(
-    path: String, total: Int64, validator: String, etag: String?, lastModified: String?, url: String,
+    path: String, total: Int64, validator: ResumeValidator, etag: String?, lastModified: String?, url: String,
     connections: Int, minSegmentSize: Int64, covered: [ByteExtent]
   ) throws(TransferFailure) {
     let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)

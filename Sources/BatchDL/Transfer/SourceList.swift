@@ -147,7 +147,7 @@ final class SourceList {
 
   /// Kept bytes go on to the next source only where `If-Range` with a strong ETag guards them.
   static func mayContinue(_ resume: TransferSpec.Resume) -> Bool {
-    resume.validator.hasPrefix("\"")
+    resume.validator.carriesAcrossSources
   }
 
   /// The failure of a download whose every source failed: each source's last error.

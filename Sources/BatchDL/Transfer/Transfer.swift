@@ -48,7 +48,7 @@ final class Transfer {
     self.spec = spec
     gate = BodyGate(
       asked: spec.resume.map { BodyGate.Asked(start: $0.offset, end: spec.rangeEnd, total: $0.total) },
-      ifRange: spec.resume.flatMap { $0.validator.isEmpty ? nil : $0.validator },
+      ifRange: spec.resume?.validator.ifRange,
       conditional: spec.conditional != nil, isHead: spec.method.uppercased() == "HEAD", decodes: spec.decodeContent)
     self.easy = easy
     try configure(timeout: timeout)
@@ -99,7 +99,7 @@ final class Transfer {
       headers.append("Range: bytes=\(resume.offset)-\(spec.rangeEnd.map(String.init) ?? "")")
       // No validator: a range of a file whose digest guards the bytes (a mirror's segment, a piece
       // fetched again); `Content-Range` must still give the recorded total.
-      if !resume.validator.isEmpty { headers.append("If-Range: \(resume.validator)") }
+      if let ifRange = resume.validator.ifRange { headers.append("If-Range: \(ifRange)") }
     }
     if let conditional = spec.conditional {
       if let etag = conditional.etag { headers.append("If-None-Match: \(etag)") }
@@ -262,21 +262,21 @@ final class Transfer {
 
   /// The response's validator for `If-Range`: a strong ETag, else a strong Last-Modified; nil
   /// when the body is encoded or the validators are weak.
-  var validator: String? { Self.rangeValidator(of: parser.head) }
+  var validator: ResumeValidator? { Self.rangeValidator(of: parser.head) }
 
   /// A head's validator for `If-Range`: its strong `ETag`; else its `Last-Modified` when that is
   /// strong, at least a second before its `Date` (RFC 9110 8.8.2.2: a file changed within the
   /// second it was sent in keeps the same date, and 13.1.5 allows no weak validator in `If-Range`);
   /// nil when the body is encoded, the tag weak, or the date weak or without a `Date` to tell.
-  static func rangeValidator(of head: ResponseHead) -> String? {
+  static func rangeValidator(of head: ResponseHead) -> ResumeValidator? {
     guard head.isSuccess, head.encoding == nil else { return nil }
-    if let tag = head.strongETag { return tag }
+    if let tag = head.strongETag { return .etag(tag) }
     if head["etag"] != nil { return nil }
     guard let modified = head["last-modified"], let sent = head["date"],
       let modifiedAt = HTTPDate.parse(modified), let sentAt = HTTPDate.parse(sent),
       sentAt.timeIntervalSince(modifiedAt) >= 1
     else { return nil }
-    return modified
+    return .date(modified)
   }
 
   /// The full length of the resource, as the admitted response gives it (or the checkpoint).

@@ -53,11 +53,11 @@ public struct TransferSpec: Sendable {
   /// Where an interrupted download continues: `Range: bytes=offset-` with `If-Range: validator`.
   public struct Resume: Sendable, Equatable {
     public var offset: Int64
-    public var validator: String
+    public var validator: ResumeValidator
     /// The full length recorded with the checkpoint, when known.
     public var total: Int64?
 
-    public init(offset: Int64, validator: String, total: Int64?) {
+    public init(offset: Int64, validator: ResumeValidator, total: Int64?) {
       self.offset = offset
       self.validator = validator
       self.total = total
