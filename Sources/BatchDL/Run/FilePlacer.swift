@@ -34,7 +34,7 @@ final class FilePlacer {
     do throws(SystemError) {
       return try AtomicFile.write(body, to: path, makingParent: false, in: openFolder(folder))
     } catch {
-      throw FileSink.failure(errno: error.code, doing: "write \(destination)")
+      throw TransferFailure.system(errno: error.code, doing: "write \(destination)")
     }
   }
 
@@ -99,7 +99,7 @@ final class FilePlacer {
     do {
       try FileAccess.makeDirectories(root)
     } catch {
-      throw FileSink.failure(errno: error.code, doing: error.operation)
+      throw TransferFailure.system(errno: error.code, doing: error.operation)
     }
     guard let realRoot = realPath(root) else {
       throw TransferFailure(code: .write, message: "cannot resolve the folder \(root)")
@@ -116,7 +116,7 @@ final class FilePlacer {
     do {
       try FileAccess.makeDirectories(parent)
     } catch {
-      throw FileSink.failure(errno: error.code, doing: error.operation)
+      throw TransferFailure.system(errno: error.code, doing: error.operation)
     }
     try checkInside(parent, root: realRoot, naming: path)
   }
@@ -143,10 +143,10 @@ final class FilePlacer {
   static func copy(_ source: String, to path: String) throws(TransferFailure) {
     let partial = Plan.partialPath(of: path)
     let input = open(source, O_RDONLY | O_CLOEXEC)
-    guard input >= 0 else { throw FileSink.failure(errno: errno, doing: "read \(source)") }
+    guard input >= 0 else { throw TransferFailure.system(errno: errno, doing: "read \(source)") }
     defer { Glibc.close(input) }
     let output = open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
-    guard output >= 0 else { throw FileSink.failure(errno: errno, doing: "create \(partial)") }
+    guard output >= 0 else { throw TransferFailure.system(errno: errno, doing: "create \(partial)") }
     let failed = copyByReading(input, output, partial)
     Glibc.close(output)
     if let failed {
@@ -154,7 +154,7 @@ final class FilePlacer {
       throw failed
     }
     guard rename(partial, path) == 0 else {
-      let failure = FileSink.failure(errno: errno, doing: "rename \(partial)")
+      let failure = TransferFailure.system(errno: errno, doing: "rename \(partial)")
       unlink(partial)
       throw failure
     }
@@ -168,7 +168,7 @@ final class FilePlacer {
       guard count > 0,
         buffer.withUnsafeBytes({ SystemCalls.writeAll(output, UnsafeRawBufferPointer(rebasing: $0[0..<count])) })
       else {
-        return FileSink.failure(errno: errno, doing: "copy to \(partial)")
+        return TransferFailure.system(errno: errno, doing: "copy to \(partial)")
       }
     }
   }

@@ -664,7 +664,7 @@ final class RunBookkeeper: TransferObserver {
     do throws(TransferFailure) {
       try placer.prepare(path, for: task)
       guard rename(source, path) == 0 else {
-        throw FileSink.failure(errno: errno, doing: "rename the finished file into \(path)")
+        throw TransferFailure.system(errno: errno, doing: "rename the finished file into \(path)")
       }
       emit(.finished(task: outcome.id, to: outcome.to ?? ""))
       record(task, outcome, at: path)

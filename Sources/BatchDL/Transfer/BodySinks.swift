@@ -130,7 +130,7 @@ final class FileSink: BodySink, @unchecked Sendable {
     let flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (truncating ? O_TRUNC : 0)
     let fd = Glibc.open(path, flags, 0o644)
     guard fd >= 0 else {
-      throw FileSink.failure(errno: errno, doing: "create \(path)")
+      throw TransferFailure.system(errno: errno, doing: "create \(path)")
     }
     return fd
   }
@@ -150,7 +150,7 @@ final class FileSink: BodySink, @unchecked Sendable {
         SystemCalls.preadRetrying(descriptor, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: position)
       }
       guard got > 0 else {
-        setFailure(FileSink.failure(errno: got < 0 ? errno : EIO, doing: "read back \(path)"))
+        setFailure(TransferFailure.system(errno: got < 0 ? errno : EIO, doing: "read back \(path)"))
         return
       }
       buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<got])) }
@@ -214,14 +214,6 @@ final class FileSink: BodySink, @unchecked Sendable {
   }
 
   var failure: TransferFailure? { shared.withLock { $0.writeError } }
-
-  static func failure(errno code: Int32, doing what: String) -> TransferFailure {
-    let reason = String(cString: strerror(code))
-    if code == ENOSPC || code == EDQUOT {
-      return TransferFailure(code: .diskFull, message: "cannot \(what): \(reason); free some space and run again")
-    }
-    return TransferFailure(code: .write, message: "cannot \(what): \(reason)")
-  }
 
   func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
     if failure != nil { return false }
@@ -357,13 +349,13 @@ final class FileSink: BodySink, @unchecked Sendable {
         _ = DirectWrites.setFlag(descriptor, on: false)
         direct = .refused
       case .failed(let code):
-        setFailure(FileSink.failure(errno: code, doing: "write \(path)"))
+        setFailure(TransferFailure.system(errno: code, doing: "write \(path)"))
         return
       }
     }
     guard done < chunk.length else { return }
     guard setDirect(false) else {
-      setFailure(FileSink.failure(errno: errno, doing: "write \(path)"))
+      setFailure(TransferFailure.system(errno: errno, doing: "write \(path)"))
       return
     }
     _ = put(UnsafeRawBufferPointer(rebasing: chunk.buffer[done..<chunk.length]), at: chunk.offset + Int64(done))
@@ -405,7 +397,7 @@ final class FileSink: BodySink, @unchecked Sendable {
     let fits = SystemCalls.pwriteAll(descriptor, bytes, at: offset) { count in
       shared.withLock { $0.stored += Int64(count) }
     }
-    if !fits { setFailure(FileSink.failure(errno: errno, doing: "write \(path)")) }
+    if !fits { setFailure(TransferFailure.system(errno: errno, doing: "write \(path)")) }
     return fits
   }
 
@@ -499,7 +491,7 @@ final class RangeSink: BodySink {
   func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
     guard failure == nil else { return false }
     let fits = SystemCalls.pwriteAll(descriptor, bytes, at: count) { count += Int64($0) }
-    if !fits { failure = FileSink.failure(errno: errno, doing: "write \(path)") }
+    if !fits { failure = TransferFailure.system(errno: errno, doing: "write \(path)") }
     return fits
   }
 

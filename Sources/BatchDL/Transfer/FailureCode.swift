@@ -1,3 +1,5 @@
+import Foundation
+
 /// The stable code of a failed task, as reports, events and the state folder write it
 /// (`http-404`, `timeout`, `connect`...); docs/run.md lists them all.
 public enum FailureCode: Sendable, Hashable, RawRepresentable, CustomStringConvertible {
@@ -81,5 +83,18 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, CustomStringConve
       prefix + String(number) == text
     else { return nil }
     return number
+  }
+}
+
+extension TransferFailure {
+  /// A system call on a file failed with `code` while batchdl tried to `what`: `disk-full` for no
+  /// space or quota left (with what to do), else `write`. The one errno mapper of the files a
+  /// run writes (partial files, segments, placing, copies).
+  static func system(errno code: Int32, doing what: String) -> TransferFailure {
+    let reason = String(cString: strerror(code))
+    if code == ENOSPC || code == EDQUOT {
+      return TransferFailure(code: .diskFull, message: "cannot \(what): \(reason); free some space and run again")
+    }
+    return TransferFailure(code: .write, message: "cannot \(what): \(reason)")
   }
 }

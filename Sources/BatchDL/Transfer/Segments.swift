@@ -104,10 +104,10 @@ final class SegmentedDownload {
     connections: Int, minSegmentSize: Int64, covered: [ByteExtent]
   ) throws(TransferFailure) {
     let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
-    guard fd >= 0 else { throw FileSink.failure(errno: errno, doing: "open \(path)") }
+    guard fd >= 0 else { throw TransferFailure.system(errno: errno, doing: "open \(path)") }
     var info = stat()
     if fstat(fd, &info) != 0 || (Int64(info.st_size) < total && ftruncate(fd, off_t(total)) != 0) {
-      let failure = FileSink.failure(errno: errno, doing: "extend \(path)")
+      let failure = TransferFailure.system(errno: errno, doing: "extend \(path)")
       close(fd)
       throw failure
     }
