@@ -101,16 +101,19 @@ public struct BackgroundSessions {
     self.init(stateFolder: state.base, manifestPath: StateFolder.absolute(manifestPath))
   }
 
-  public var workersFolder: String { stateFolder + "/workers" }
-  public func statusPath(_ identifier: String) -> String { workersFolder + "/\(identifier).json" }
-  public func logPath(_ identifier: String) -> String { workersFolder + "/\(identifier).log" }
-  public func reportPath(_ identifier: String) -> String { workersFolder + "/\(identifier).report.json" }
-  public func eventsPath(_ identifier: String) -> String { workersFolder + "/\(identifier).events.jsonl" }
-  func wakePath(_ identifier: String) -> String { workersFolder + "/\(identifier).wake" }
+  public var workersFolder: String { StateFolder.workersFolder(base: stateFolder) }
+  func files(_ identifier: String) -> StateFolder.WorkerFiles {
+    StateFolder.WorkerFiles(base: stateFolder, identifier: identifier)
+  }
+  public func statusPath(_ identifier: String) -> String { files(identifier).status }
+  public func logPath(_ identifier: String) -> String { files(identifier).log }
+  public func reportPath(_ identifier: String) -> String { files(identifier).report }
+  public func eventsPath(_ identifier: String) -> String { files(identifier).events }
+  func wakePath(_ identifier: String) -> String { files(identifier).wake }
 
   /// The pid of the live worker for `identifier`, if there is one.
   public func liveWorker(_ identifier: String) -> Int32? {
-    StateLock.holder(folder: stateFolder, name: StateLock.workerLockName(identifier))
+    StateLock.holder(folder: stateFolder, name: files(identifier).lockName)
   }
 
   public func status(_ identifier: String) -> WorkerStatus? {
@@ -253,7 +256,7 @@ public struct BackgroundSessions {
     for _ in 0..<40 {
       // `liveWorker` checks hold the lock for an instant: retry before concluding another worker runs.
       do {
-        lock = try StateLock(folder: stateFolder, name: StateLock.workerLockName(identifier))
+        lock = try StateLock(folder: stateFolder, name: files(identifier).lockName)
         break
       } catch is StateLock.Held {
         usleep(50_000)
@@ -288,7 +291,7 @@ public struct BackgroundSessions {
       var options = RunOptions()
       options.statePath = stateFolder
       options.sessions = [name]
-      options.lockName = "workers/\(identifier).run.lock"
+      options.lockName = files(identifier).runLockName
       options.reportPath = reportPath(identifier)
       options.eventsPath = eventsPath(identifier)
       options.progress = .never

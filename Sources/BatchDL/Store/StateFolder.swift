@@ -150,7 +150,34 @@ public struct StateFolder: Sendable {
   public func cache(session: String) -> String { path + "/cache/\(manifestKey)/\(session)" }
   public func sessionReport(session: String) -> String { path + "/reports/\(manifestKey)/\(session).json" }
   /// Background workers are never sharded: their files are in the base folder.
-  public var workers: String { base + "/workers" }
+  public var workers: String { Self.workersFolder(base: base) }
+
+  /// The `workers/` folder of a state folder's `base`.
+  public static func workersFolder(base: String) -> String { base + "/workers" }
+
+  /// The files of a background session's worker, in the `workers/` folder of a state folder's
+  /// base: the one place their names are spelled.
+  public struct WorkerFiles: Sendable {
+    public let folder: String
+    public let identifier: String
+
+    public init(base: String, identifier: String) {
+      folder = StateFolder.workersFolder(base: base)
+      self.identifier = identifier
+    }
+
+    /// What the worker last said about itself.
+    public var status: String { folder + "/\(identifier).json" }
+    public var log: String { folder + "/\(identifier).log" }
+    public var report: String { folder + "/\(identifier).report.json" }
+    public var events: String { folder + "/\(identifier).events.jsonl" }
+    /// Left by `run` for a worker that should take a new pass.
+    public var wake: String { folder + "/\(identifier).wake" }
+    /// The worker's own lock (relative to the base), which says whether it is alive.
+    public var lockName: String { "workers/\(identifier).lock" }
+    /// The lock its runs take (relative to the base), in place of a manifest's.
+    public var runLockName: String { "workers/\(identifier).run.lock" }
+  }
   /// Documents fetched before planning are shared by every shard: in the base folder.
   public var descriptors: String { base + "/descriptors" }
   /// The stored copy of the document at `maskedURL` (user-info and secrets masked): its bytes

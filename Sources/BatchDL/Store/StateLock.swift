@@ -20,10 +20,9 @@ public final class StateLock {
   /// Creates the folder if needed and takes its lock without waiting.
   ///
   /// - Throws: `Held` when another process holds it, `SystemError` when the folder cannot be used.
-  /// The lock of a background session's worker (one per identifier), inside the state folder.
-  public static func workerLockName(_ identifier: String) -> String { "workers/\(identifier).lock" }
-
-  public init(folder: String, name: String = "lock") throws {
+  /// `name` is the lock's path in the folder: a manifest's (`StateFolder.lockName`) or a worker's
+  /// (`StateFolder.WorkerFiles`).
+  public init(folder: String, name: String) throws {
     self.folder = folder
     let path = folder + "/" + name
     try FileAccess.makeDirectories(FileAccess.directory(of: path))
@@ -50,7 +49,7 @@ public final class StateLock {
   }
 
   /// The pid of the process holding lock `name` in `folder`, or nil when nobody holds it.
-  public static func holder(folder: String, name: String = "lock") -> Int32? {
+  public static func holder(folder: String, name: String) -> Int32? {
     let path = folder + "/" + name
     let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
     guard fd >= 0 else { return nil }
