@@ -210,7 +210,7 @@ import Testing
     // 64 streams at once, a GOAWAY every 3 requests, and no retry allowed: the requests past the
     // last stream a connection took are sent again without an attempt charged.
     let (_, fixture, files, outcome) = try goaway(every: 3, count: 300, streams: 64, attempts: 1)
-    #expect(outcome.status == 0, "\(outcome.stdout)")
+    #expect(outcome.status == 0, "\(outcome.stderr)")
     for (name, bytes) in files { #expect(fixture.holds("out/files/" + name, bytes), "\(name)") }
   }
 

@@ -185,7 +185,8 @@ public final class Engine {
     var transferred: Int64 = 0
     /// Redirects followed by the engine in the current attempt.
     var redirects = 0
-    /// Attempts lost with a multiplexed connection before any response, not charged (at most 3).
+    /// Attempts lost with a multiplexed connection before any response, not charged (at most
+    /// `connectionLossLimit`).
     var connectionLosses = 0
   }
 
@@ -612,7 +613,9 @@ public final class Engine {
       }
     }
     if case .failure(let failure) = outcome, failure.code == .network, !cancelled.isSet, !transfer.parser.complete,
-      transfer.bodyBytesReceived == 0, multiplexedHosts.contains(transfer.spec.hostKey), jobs[job].connectionLosses < 3
+      transfer.bodyBytesReceived == 0,
+      Self.mayMultiplex(transfer.spec) || multiplexedHosts.contains(transfer.spec.hostKey),
+      jobs[job].connectionLosses < Self.connectionLossLimit
     {
       // A request refused or lost when the server ended its HTTP/2 connection (GOAWAY past the
       // last stream it took), before any of its response: sent again at once, without an attempt
@@ -686,6 +689,21 @@ public final class Engine {
     built.spec.hostKey = next.hostKey
     built.spec.sourceHeaders = next.headers
     requeue(job)
+  }
+
+  /// Requests lost with a multiplexed connection before any of their response go again free at
+  /// most this many times (each after libcurl's own five tries): at many streams against a server
+  /// that ends connections every few requests (nginx's `keepalive_requests`), one request can be
+  /// among the refused streams many times in a row before its turn comes.
+  static let connectionLossLimit = 10
+
+  /// Whether a request may go over HTTP/2 and be sent again safely: before the first response of
+  /// its host says so, its first requests may already have shared a connection that a GOAWAY
+  /// ended. Only a GET or HEAD: whether an unknown server processed anything else is not known.
+  static func mayMultiplex(_ spec: TransferSpec) -> Bool {
+    let method = spec.method.uppercased()
+    guard method == "GET" || method == "HEAD" else { return false }
+    return spec.httpVersion == .http2 || (spec.httpVersion == .auto && spec.url.utf8.starts(with: "https:".utf8))
   }
 
   /// Queues a job again on the host of its spec's URL, with the retries of `spec.retry` anew.
