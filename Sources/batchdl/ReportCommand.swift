@@ -126,7 +126,7 @@ struct ReportCommand: ParsableCommand {
       let merged = try ReportCommand.handlingErrors(writing: output) {
         let merged = try RunReport.merge(
           try reports.map { path throws(RunReport.ReadError) in (path, try RunReport.read(path: path)) })
-        try AtomicFile.write(merged.json(timings: merged.hasTimings), to: output)
+        try AtomicFile.writeOutput(merged.json(timings: merged.hasTimings), to: output)
         return merged
       }
       print("merged \(reports.count) reports (\(merged.results.count) tasks) into \(output)")
@@ -168,7 +168,7 @@ struct ReportCommand: ParsableCommand {
       let (count, html) = try ReportCommand.handlingErrors(writing: output) {
         let report = try RunReport.read(path: report)
         let html = ReportPage(report: report).html
-        try AtomicFile.write(html, to: output)
+        try AtomicFile.writeOutput(html, to: output)
         return (report.results.count, html)
       }
       print("wrote \(output) (\(count) tasks, \(ProgressDisplay.bytes(Int64(html.utf8.count))))")

@@ -369,4 +369,39 @@ import Testing
     #expect(try fixture.run().status == 0)
     #expect(fixture.server.requests(for: "/a.bin").count == 3)
   }
+
+  /// `--report` is written as a shell's `>` would: through a link (which stays), into what is not
+  /// a regular file (a FIFO, `/dev/stdout`); as root, a device node was replaced by a file.
+  @Test func aReportGoesThroughLinksAndIntoFIFOsAndStandardOutput() throws {
+    let fixture = try Self.fixture(
+      """
+            - download: BASE/a.bin
+              to: a.bin
+      """)
+    let folder = fixture.folder.path
+    #expect(symlink("target.json", folder + "/link.json") == 0)
+    #expect(try BinaryRunner.run(["run", "manifest.yaml", "--report", "link.json"], in: folder).status == 0)
+    var info = stat()
+    #expect(lstat(folder + "/link.json", &info) == 0 && info.st_mode & S_IFMT == S_IFLNK, "the link stays")
+    #expect(fixture.folder.read("target.json")?.contains("batchdl-report/1") == true)
+
+    #expect(mkfifo(folder + "/out.fifo", 0o600) == 0)
+    let reader = Process()
+    reader.executableURL = URL(fileURLWithPath: "/bin/cat")
+    reader.arguments = [folder + "/out.fifo"]
+    let pipe = Pipe()
+    reader.standardOutput = pipe
+    try reader.run()
+    #expect(try BinaryRunner.run(["run", "manifest.yaml", "--report", "out.fifo"], in: folder).status == 0)
+    let read = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    reader.waitUntilExit()
+    #expect(read.contains("batchdl-report/1"), "\(read)")
+    #expect(stat(folder + "/out.fifo", &info) == 0 && info.st_mode & S_IFMT == S_IFIFO, "the FIFO stays")
+
+    let stdout = try BinaryRunner.run(
+      ["run", "manifest.yaml", "--report", "/dev/stdout", "--quiet"], in: folder)
+    #expect(stdout.status == 0, "\(stdout.stderr)")
+    #expect(stdout.stdout.contains("batchdl-report/1"), "\(stdout.stdout)")
+    #expect(lstat("/dev/stdout", &info) == 0 && info.st_mode & S_IFMT == S_IFLNK)
+  }
 }

@@ -40,7 +40,7 @@ public struct RunReport: Sendable {
   public static func writeNotRun(to path: String, manifest: String, status: Int32, reason: String) throws(SystemError) {
     var report = RunReport(manifest: manifest)
     report.notRun = (status, reason)
-    try AtomicFile.write(report.json(timings: false), to: path)
+    try AtomicFile.writeOutput(report.json(timings: false), to: path)
   }
 
   public var summary: RunSummary {

@@ -252,7 +252,7 @@ final class RunBookkeeper: TransferObserver {
     metrics.ended = Date().timeIntervalSince1970
     let earlier = (try? String(contentsOfFile: path, encoding: .utf8)).map(metrics.lastSuccess(in:)) ?? 0
     metrics.lastSuccess = status == .success ? metrics.ended : earlier
-    try AtomicFile.write(metrics.text, to: path)
+    try AtomicFile.writeOutput(metrics.text, to: path)
   }
 
   /// A run that cannot use its state sends nothing: it reports every task `cancelled`, with why.
@@ -287,12 +287,12 @@ final class RunBookkeeper: TransferObserver {
   private func writeReports() throws(SystemError) {
     let summary = self.summary
     if let path = options.reportPath {
-      try AtomicFile.write(to: path) {
+      try AtomicFile.writeOutput(to: path) {
         report.writeJSON(tasks: sortedResults(), summary: summary, timings: options.timings, to: &$0)
       }
     }
     if let path = options.junitPath {
-      try AtomicFile.write(to: path) {
+      try AtomicFile.writeOutput(to: path) {
         report.writeJUnit(tasks: { sortedResults(session: $0) }, timings: options.timings, to: &$0)
       }
     }

@@ -41,6 +41,36 @@ public enum AtomicFile {
     }
   }
 
+  /// Writes an output the command line names (`--report`, `--junit`, `--metrics`, `-o`) as a
+  /// shell's `>` would, but atomically where that is possible: through a symbolic link to the file
+  /// it names (the link stays), straight into what is not a regular file (`/dev/stdout`, a FIFO,
+  /// `>(jq .)`, a device: never replaced), else a temporary file renamed over `path`.
+  public static func writeOutput(to path: String, _ body: (inout FileStream) -> Void) throws(SystemError) {
+    var info = stat()
+    var target = path
+    if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFLNK {
+      guard let resolved = FileAccess.resolvingLink(path) else { throw SystemError("follow the link \(path)") }
+      target = resolved
+    }
+    if stat(target, &info) == 0, info.st_mode & S_IFMT != S_IFREG {
+      guard info.st_mode & S_IFMT != S_IFDIR else { throw SystemError("write \(path)", code: EISDIR) }
+      let fd = open(target, O_WRONLY | O_CLOEXEC)
+      guard fd >= 0 else { throw SystemError("open \(path)") }
+      var stream = FileStream(descriptor: fd)
+      body(&stream)
+      stream.flush()
+      close(fd)
+      if let failure = stream.failure { throw SystemError("write \(path)", code: failure) }
+      return
+    }
+    try write(to: target, body)
+  }
+
+  /// `writeOutput` of a whole text.
+  public static func writeOutput(_ contents: String, to path: String) throws(SystemError) {
+    try writeOutput(to: path) { $0.write(contents) }
+  }
+
   /// A file written through a 64 KB buffer that remembers the first failed write.
   public struct FileStream: TextOutputStream {
     private let descriptor: Int32

@@ -299,4 +299,22 @@ extension FileAccess {
     }
     return hasher.finalize().hexString
   }
+
+  /// Where the symbolic link at `path` leads, followed to its end (a relative link against the
+  /// link's folder); nil when it cannot be read or loops. The last link may name a file that does
+  /// not exist yet.
+  static func resolvingLink(_ path: String) -> String? {
+    var current = path
+    for _ in 0..<40 {
+      var info = stat()
+      guard lstat(current, &info) == 0, info.st_mode & S_IFMT == S_IFLNK else { return current }
+      var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+      let count = readlink(current, &buffer, buffer.count - 1)
+      guard count > 0 else { return nil }
+      let link = String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+      current = link.hasPrefix("/") ? link : directory(of: current) + "/" + link
+    }
+    return nil
+  }
+
 }
