@@ -59,6 +59,42 @@ import Testing
       ])
   }
 
+  @Test func aDestinationWithAControlCharacterOrPastLinuxLimitsIsRefusedAndShownEscaped() {
+    let long = String(repeating: "x/", count: 2100) + "y"
+    let found = problems(
+      Self.listManifest,
+      files: [
+        "urls.txt": "https://a.example/one  \"x\u{1B}[31mred\"\nhttps://a.example/two  \"c\u{9B}2J\"\n"
+          + "https://a.example/three  \(String(repeating: "n", count: 256))\nhttps://a.example/four  \(long)\n"
+      ])
+    expectMatch(
+      found,
+      [
+        Expected("urls.txt:1:24", #"'files/x\u{1B}[31mred' contains a control character (U+001B)"#),
+        Expected("urls.txt:2:24", "contains a control character (U+009B)"),
+        Expected("urls.txt:3:26", "has a name longer than 255 bytes"),
+        Expected("urls.txt:4:25", "is longer than 4096 bytes"),
+      ])
+    #expect(
+      !found.joined().unicodeScalars.contains {
+        $0.value < 0x20 && $0.value != 0x0A || (0x7F...0x9F).contains($0.value)
+      })
+  }
+
+  @Test func aDestinationThatNamesTheListsFolderIsAnError() {
+    // With `to: files/`, "" or "." made the file take the folder's place.
+    let found = problems(
+      Self.listManifest,
+      files: ["urls.txt": "https://a.example/a \"\"\nhttps://a.example/b .\nhttps://a.example/c \"./\"\n"])
+    expectMatch(
+      found,
+      [
+        Expected("urls.txt:1:21", "names the list's folder itself"),
+        Expected("urls.txt:2:21", "names the list's folder itself"),
+        Expected("urls.txt:3:21", "names the list's folder itself"),
+      ])
+  }
+
   @Test func expandsOneTaskPerLine() throws {
     let urls = """
       # nightly mirror

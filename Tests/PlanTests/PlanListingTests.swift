@@ -161,12 +161,12 @@ import Testing
       manifest(
         """
         - download: https://example.org/a
-          to: "quote\\"back\\\\slash\\ttab.bin"
+          to: "quote\\"back\\\\slash é.bin"
         """))
     let object = try #require(try parseJSON(planned.json()) as? [String: Any])
     let requests = try #require(object["requests"] as? [[String: Any]])
     let task = try #require((requests.first?["tasks"] as? [[String: Any]])?.first)
-    #expect(task["to"] as? String == "quote\"back\\slash\ttab.bin")
+    #expect(task["to"] as? String == "quote\"back\\slash é.bin")
   }
 
   // MARK: - Secrets

@@ -878,7 +878,7 @@ struct ManifestDecoder {
   /// Reports a `to:` that is absolute or climbs out of the session's dest.
   mutating func checkDestination(_ to: String?, at mark: SourceMark) {
     guard let to, case .failure(let problem) = PathRules.normalize(to, allowAbsolute: false) else { return }
-    diagnostics.error(mark, "to '\(to)' \(problem.message)")
+    diagnostics.error(mark, "to '\(ShownText.escaped(to, limit: 200))' \(problem.message)")
   }
 
   mutating func method(_ node: YAMLNode) -> String? {

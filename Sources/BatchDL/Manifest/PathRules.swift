@@ -10,9 +10,15 @@ public enum PathRules {
   ///
   /// Relative paths may not climb above their start. Absolute paths are rejected unless
   /// `allowAbsolute` is set.
+  /// Linux's PATH_MAX and NAME_MAX: a longer path or name cannot be made, and checking each one
+  /// keeps the cost of a path in bounds.
+  public static let maxPathBytes = 4096
+  public static let maxNameBytes = 255
+
   public static func normalize(_ path: String, allowAbsolute: Bool) -> Result<String, Problem> {
     if path.isEmpty { return .failure(Problem(message: "is empty")) }
     if path.utf8.contains(0) { return .failure(Problem(message: "contains a NUL byte")) }
+    if let problem = lengthOrControlProblem(path) { return .failure(problem) }
     if isPlainRelative(path) { return .success(path) }
     let absolute = path.hasPrefix("/")
     if absolute && !allowAbsolute {
@@ -37,6 +43,32 @@ public enum PathRules {
     }
     let joined = parts.joined(separator: "/")
     return .success(absolute ? "/" + joined : joined)
+  }
+
+  /// A control character (C0, DEL, C1: printed, it would drive the terminal that shows it, or forge
+  /// a line of output), or a path or a name past Linux's limits; one pass over the bytes.
+  static func lengthOrControlProblem(_ path: String) -> Problem? {
+    var total = 0
+    var segment = 0
+    var previous: UInt8 = 0
+    for byte in path.utf8 {
+      total += 1
+      segment = byte == 0x2F ? 0 : segment + 1
+      // C1 controls are U+0080...U+009F: 0xC2 0x80...0x9F in UTF-8.
+      if byte < 0x20 || byte == 0x7F || (previous == 0xC2 && (0x80...0x9F).contains(byte)) {
+        let code = String(byte, radix: 16, uppercase: true)
+        return Problem(
+          message: "contains a control character (U+\(String(repeating: "0", count: 4 - code.count))\(code))")
+      }
+      if segment > maxNameBytes {
+        return Problem(message: "has a name longer than \(maxNameBytes) bytes, the most a file name may be (NAME_MAX)")
+      }
+      previous = byte
+    }
+    if total > maxPathBytes {
+      return Problem(message: "is longer than \(maxPathBytes) bytes, the most a path may be (PATH_MAX)")
+    }
+    return nil
   }
 
   /// True when `path` is relative and has no empty, `.` or `..` segment and no trailing `/`: it is

@@ -250,7 +250,7 @@ private struct PlanBuilder {
       switch PathRules.normalize(to, allowAbsolute: false) {
       case .success(let value): folder = value
       case .failure(let problem):
-        diagnostics.error(spec.toMark ?? spec.fileMark, "to '\(to)' \(problem.message)")
+        diagnostics.error(spec.toMark ?? spec.fileMark, "to '\(ShownText.escaped(to, limit: 200))' \(problem.message)")
         return
       }
     }
@@ -373,7 +373,8 @@ private struct PlanBuilder {
       switch PathRules.normalize(to, allowAbsolute: false) {
       case .success(let value): folder = value
       case .failure(let problem):
-        diagnostics.error(spec.toMark ?? spec.documentMark, "to '\(to)' \(problem.message)")
+        diagnostics.error(
+          spec.toMark ?? spec.documentMark, "to '\(ShownText.escaped(to, limit: 200))' \(problem.message)")
         return
       }
     }
@@ -651,6 +652,15 @@ private struct PlanBuilder {
             "'\(ShownText.escaped(item.text, limit: 40))' is not a column batchdl reads: after the URL and the destination, a line may have sha256:HEX, sha512:HEX and size:N; quote a destination that has spaces (\"my file.iso\")"
           )
         }
+        // "", "." or "./" would name the list's folder itself: the file would take its place.
+        if case .success(let normalized) = PathRules.normalize(item.text.isEmpty ? "." : item.text, allowAbsolute: true),
+          normalized.isEmpty
+        {
+          return problem(
+            item.at,
+            "the destination '\(ShownText.escaped(item.text, limit: 40))' names the list's folder itself, not a file in it"
+          )
+        }
         to = item.text
         continue
       }
@@ -740,7 +750,7 @@ private struct PlanBuilder {
         relative = value
         lastTo = (to, value)
       case .failure(let problem):
-        if !quiet { diagnostics.error(mark, "to '\(to)' \(problem.message)") }
+        if !quiet { diagnostics.error(mark, "to '\(ShownText.escaped(to, limit: 200))' \(problem.message)") }
         return nil
       }
     }
@@ -756,7 +766,10 @@ private struct PlanBuilder {
     }
     if relative.isEmpty {
       if !quiet {
-        diagnostics.error(mark, "to '\(to ?? "")' names the session's dest folder itself, not a file inside it")
+        diagnostics.error(
+          mark,
+          "to '\(ShownText.escaped(to ?? "", limit: 200))' names the session's dest folder itself, not a file inside it"
+        )
       }
       return nil
     }
