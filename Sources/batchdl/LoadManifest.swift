@@ -4,11 +4,15 @@ import BatchDL
 /// What every command that works on one manifest does first: check and plan it, print its
 /// problems and warnings, and exit 2 when it is invalid. `descriptors`: whether documents named by
 /// URL are fetched first (`run`, `plan`) or read from the state folder `state`.
-func loadPlan(_ manifest: String, descriptors: DescriptorMode = .stored, state: String? = nil) throws -> Plan {
+/// `quiet`: the manifest's warnings are left out (`run --quiet`: a warning that a committed
+/// manifest gives every night would mail every night; `validate` shows them); errors never are.
+func loadPlan(
+  _ manifest: String, descriptors: DescriptorMode = .stored, state: String? = nil, quiet: Bool = false
+) throws -> Plan {
   var stderr = StandardError()
   do {
     let plan = try ManifestCheck.plan(path: manifest, descriptors: descriptors, state: state)
-    ManifestCheck.report(plan.warnings, for: manifest, to: &stderr)
+    if !quiet { ManifestCheck.report(plan.warnings, for: manifest, to: &stderr) }
     return plan
   } catch {
     ManifestCheck.report(error.diagnostics, for: manifest, to: &stderr)

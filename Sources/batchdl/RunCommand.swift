@@ -104,7 +104,7 @@ struct RunCommand: ParsableCommand {
     var stderr = StandardError()
     let plan: Plan
     do {
-      plan = try loadPlan(manifest, descriptors: .fetch, state: state)
+      plan = try loadPlan(manifest, descriptors: .fetch, state: state, quiet: quiet)
     } catch {
       writeNotRun(status: .invalid, reason: "the manifest is invalid (batchdl validate \(manifest) lists why)")
       throw error
@@ -119,6 +119,17 @@ struct RunCommand: ParsableCommand {
     options.junitPath = junit?.replacingOccurrences(of: "{shard}", with: index)
     options.eventsPath = events?.replacingOccurrences(of: "{shard}", with: index)
     options.metricsPath = metrics?.replacingOccurrences(of: "{shard}", with: index)
+    // Outputs that cannot be written are a usage error before anything is sent, not a failure
+    // found once every task ran.
+    for (option, path) in [
+      ("--report", options.reportPath), ("--junit", options.junitPath), ("--metrics", options.metricsPath),
+    ] {
+      guard let path, let problem = Self.unwritable(path) else { continue }
+      let reason = "cannot write \(option) \(path): \(problem); nothing was sent"
+      stderr.write("batchdl: \(reason)\n")
+      if option != "--report" { writeNotRun(status: .invalid, reason: reason) }
+      throw ExitCode(ExitStatus.invalid.rawValue)
+    }
     options.progress = progress
     options.quiet = quiet
     options.verbose = verbose
@@ -181,7 +192,30 @@ struct RunCommand: ParsableCommand {
       index = "all"
     }
     let path = report.replacingOccurrences(of: "{shard}", with: index)
-    try? AtomicFile.makeParent(of: path)
-    try? RunReport.writeNotRun(to: path, manifest: manifest, status: status.rawValue, reason: reason)
+    do {
+      try AtomicFile.makeParent(of: path)
+      try RunReport.writeNotRun(to: path, manifest: manifest, status: status.rawValue, reason: reason)
+    } catch {
+      // The report CI would diff is stale: say so.
+      var stderr = StandardError()
+      stderr.write("batchdl: cannot write the report \(path): \(error)\n")
+    }
+  }
+
+  /// Why an output path cannot be written, or nil: its folder cannot be made or written to, or
+  /// the path is a folder.
+  static func unwritable(_ path: String) -> String? {
+    var info = stat()
+    if stat(path, &info) == 0 {
+      if info.st_mode & S_IFMT == S_IFDIR { return "it is a folder" }
+      return access(path, W_OK) == 0 ? nil : String(cString: strerror(errno))
+    }
+    do {
+      try AtomicFile.makeParent(of: path)
+    } catch {
+      return "\(error)"
+    }
+    let folder = (path as NSString).deletingLastPathComponent
+    return access(folder.isEmpty ? "." : folder, W_OK) == 0 ? nil : String(cString: strerror(errno))
   }
 }

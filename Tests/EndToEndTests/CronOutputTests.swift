@@ -404,4 +404,39 @@ import Testing
     #expect(stdout.stdout.contains("batchdl-report/1"), "\(stdout.stdout)")
     #expect(lstat("/dev/stdout", &info) == 0 && info.st_mode & S_IFMT == S_IFLNK)
   }
+
+  /// A warning of a committed manifest mailed every night a quiet run succeeded.
+  @Test func aQuietRunThatSucceedsPrintsNothingEvenWithAManifestWarning() throws {
+    let fixture = try Self.fixture(
+      """
+            - download: BASE/a.bin
+              to: a.bin
+              mirrors: [BASE/a.bin]
+      """)
+    let quiet = try fixture.run(["--quiet"])
+    #expect(quiet.status == 0)
+    #expect(quiet.stderr.isEmpty && quiet.stdout.isEmpty, "\(quiet.stdout)\(quiet.stderr)")
+    let loud = try fixture.run()
+    #expect(loud.stderr.contains("warning: mirror"), "\(loud.stderr)")
+  }
+
+  /// An output that cannot be written is a usage error before anything is sent: a --junit path
+  /// that could not be written was found only once every task had run, and said "the report".
+  @Test func anOutputThatCannotBeWrittenIsAUsageErrorBeforeTheRun() throws {
+    let fixture = try Self.fixture(
+      """
+            - download: BASE/a.bin
+              to: a.bin
+      """)
+    fixture.folder.write("afile", "x")
+    let junit = try fixture.run(["--junit", "afile/junit.xml"])
+    #expect(junit.status == 2, "\(junit.stderr)")
+    #expect(junit.stderr.contains("cannot write --junit afile/junit.xml"), "\(junit.stderr)")
+    #expect(fixture.server.requests(for: "/a.bin").isEmpty)
+    #expect((try fixture.report()["not_run"] as? [String: Any])?["exit_status"] as? Int == 2)
+    // A report that cannot be written is said, not left stale in silence.
+    let lost = try BinaryRunner.run(["run", "manifest.yaml", "--report", "afile/report.json"], in: fixture.folder.path)
+    #expect(lost.status == 2)
+    #expect(lost.stderr.contains("cannot write --report afile/report.json"), "\(lost.stderr)")
+  }
 }
