@@ -439,4 +439,52 @@ import Testing
     #expect(lost.status == 2)
     #expect(lost.stderr.contains("cannot write --report afile/report.json"), "\(lost.stderr)")
   }
+
+  /// `dest: /srv/m/x` and `dest: x/` in a manifest in /srv/m name one folder: two sessions wrote one
+  /// file, each with exit 0, and every run fetched both again.
+  @Test func anAbsoluteAndARelativeDestOfOneFolderAreSeenToClash() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/one", .text("one\n"))
+    fixture.server.route("/two", .text("two\n"))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        a:
+          dest: \(fixture.folder.path)/x
+          tasks: [{download: BASE/one, to: a.txt}]
+        b:
+          dest: x/
+          tasks: [{download: BASE/two, to: a.txt}]
+      """)
+    let outcome = try BinaryRunner.run(["validate", "manifest.yaml"], in: fixture.folder.path)
+    #expect(outcome.status == 2, "\(outcome.output)")
+    #expect(outcome.output.contains("two different requests write 'x/a.txt'"), "\(outcome.output)")
+  }
+
+  /// A task under an absolute dest and one under a relative dest had one id: every run sent one
+  /// of them again, and report diff showed changes that were not.
+  @Test func idsStayUniqueWhenAnAbsoluteAndARelativeDestMeet() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/one", .text("one\n"))
+    fixture.server.route("/two", .text("two\n"))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        a:
+          dest: /tmp/batchdl-ids-\(getpid())/d3
+          tasks: [{download: BASE/one, to: x/a.txt}]
+        b:
+          dest: x/
+          tasks: [{download: BASE/two, to: a.txt}]
+      """)
+    defer { try? FileManager.default.removeItem(atPath: "/tmp/batchdl-ids-\(getpid())") }
+    #expect(try fixture.run().status == 0)
+    let ids = try fixture.tasks().keys.sorted()
+    #expect(ids.count == 2 && Set(ids).count == 2, "\(ids)")
+    fixture.server.clearLog()
+    #expect(try fixture.run().status == 0)
+    #expect(fixture.server.requests(for: "/one").isEmpty && fixture.server.requests(for: "/two").isEmpty)
+  }
 }

@@ -29,6 +29,7 @@ public struct Planner {
     repeat {
       builder = PlanBuilder(manifest: manifest, maxProblemsPerList: maxProblemsPerList)
       builder.reserved = ReservedPaths(manifest: manifest, stateFolder: stateFolder)
+      builder.manifestFolderPrefix = PathRules.folderPrefix(StateFolder.normalize(manifest.absoluteDirectory))
       builder.descriptorSet = descriptors
       builder.partial = warnings.contains { $0.severity == .error }
       builder.clashingFiles = clashes
@@ -496,7 +497,7 @@ private struct PlanBuilder {
       relative = value
     }
     // `join(dest, join(relative, name))` for a name that is not empty.
-    let prefix = PathRules.folderPrefix(session.dest) + PathRules.folderPrefix(relative)
+    let prefix = canonical(PathRules.folderPrefix(session.dest) + PathRules.folderPrefix(relative))
     // A URL's user-info in a name is masked, and the name rejected: leave those to the general rules.
     if prefix.utf8.contains(UInt8(ascii: "@")) { return nil }
     return Array(prefix.utf8)
@@ -773,7 +774,7 @@ private struct PlanBuilder {
       }
       return nil
     }
-    let destination = PathRules.join(session.dest, relative)
+    let destination = canonical(PathRules.join(session.dest, relative))
     if let why = reserved.problem(with: destination, in: manifest.absoluteDirectory) {
       if !quiet {
         // A name from a document is shown escaped (no control character reaches the output).
@@ -934,6 +935,15 @@ private struct PlanBuilder {
       if let contentName { contentRequests[contentName] = requestNumber }
     }
     let finalURL = urlRef.isNone ? requests[Int(requestNumber)].url : urlRef
+    // A default id that an earlier task under an absolute `dest` took as its relative id: that task
+    // keeps its destination as its id instead, so that no two tasks share one.
+    if !explicitID, idRef == toRef, !toRef.isNone, !namedIDs.isEmpty {
+      let id = text.string(toRef)
+      if let other = namedIDs[id], tasks[Int(other)].id != tasks[Int(other)].to {
+        tasks[Int(other)].id = tasks[Int(other)].to
+        namedIDs[id] = nil
+      }
+    }
     tasks.append(
       PlannedTask(
         session: context.session, entry: context.entry, line: line, kind: context.kind, request: requestNumber,
@@ -958,14 +968,28 @@ private struct PlanBuilder {
     return relative
   }
 
-  /// A session's `dest` with a final `/`, as bytes, when it is absolute; nil when it is relative.
+  /// A session's absolute `dest` with a final `/`, as bytes, in the form its destinations take
+  /// (`canonical`: relative inside the manifest's folder); nil when the `dest` is written relative.
   mutating func absoluteDestPrefix(session: Int32) -> [UInt8]? {
     if destPrefixes == nil {
-      destPrefixes = manifest.sessions.map { session in
-        session.dest.hasPrefix("/") ? Array(PathRules.folderPrefix(session.dest).utf8) : nil
+      destPrefixes = manifest.sessions.map { [self] session in
+        session.dest.hasPrefix("/") ? Array(canonical(PathRules.folderPrefix(session.dest)).utf8) : nil
       }
     }
     return destPrefixes?[Int(session)] ?? nil
+  }
+
+  /// The manifest's folder with a final `/`, normalized (set when the plan starts).
+  var manifestFolderPrefix = ""
+
+  /// A destination in one form whatever way it was written: an absolute path inside the manifest's
+  /// folder becomes relative to it, so that `dest: /srv/m/x` and `dest: x/` in a manifest in `/srv/m`
+  /// are seen to name one file (two sessions wrote it, each with exit 0).
+  func canonical(_ destination: String) -> String {
+    guard destination.hasPrefix("/") else { return destination }
+    let prefix = manifestFolderPrefix
+    guard destination.hasPrefix(prefix) else { return destination }
+    return String(destination.dropFirst(prefix.count))
   }
 
   mutating func internHost(_ authority: UnsafeRawBufferPointer) -> Int32 {
