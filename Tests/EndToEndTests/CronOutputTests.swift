@@ -256,6 +256,12 @@ import Testing
     #expect(state.status == 5, "\(state.stderr)")
     #expect(state.stderr.contains("nothing was sent"), "\(state.stderr)")
     #expect((try fixture.report()["not_run"] as? [String: Any])?["exit_status"] as? Int == 5)
+    // plan, status and cache read the same folder, and say the same (they said pending, exit 0).
+    for command in [["plan"], ["status"], ["cache", "stats"]] {
+      let read = try BinaryRunner.run(
+        command + ["manifest.yaml", "--state", "not-a-folder/state"], in: fixture.folder.path)
+      #expect(read.status == 5, "\(command): \(read.output)")
+    }
     let events = try BinaryRunner.run(
       ["run", "manifest.yaml", "--report", "report.json", "--events", "not-a-folder/events.jsonl"],
       in: fixture.folder.path)

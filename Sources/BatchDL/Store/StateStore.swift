@@ -140,7 +140,16 @@ public final class StateStore {
     -> StateStore?
   {
     let path = folder + "/" + fileName
-    if readOnly && access(path, F_OK) != 0 { return nil }
+    if readOnly && access(path, F_OK) != 0 {
+      // No store yet is a fresh state; a path that cannot hold one (a file where a folder should
+      // be, no permission) is a state folder that cannot be used, as `run` finds it.
+      guard errno == ENOENT else {
+        let code = errno
+        throw SQLiteError(
+          code: 14, message: "cannot use the state folder: \(String(cString: strerror(code)))", systemErrno: code)
+      }
+      return nil
+    }
     if !readOnly {
       do {
         try FileAccess.makeDirectories(folder)
