@@ -1026,6 +1026,11 @@ private struct PlanBuilder {
   }
 
   /// The task whose destination is `path`.
+  /// `task(withDestination:)` of a destination's bytes, without a String.
+  func task(withDestinationBytes path: UnsafeRawBufferPointer) -> Int32? {
+    destinations.find(hash: TextArena.hash(path)) { [text, tasks] in text.equals(tasks[Int($0)].to, path) }
+  }
+
   func task(withDestination path: String) -> Int32? {
     var path = path
     let hash = path.withUTF8 { TextArena.hash(UnsafeRawBufferPointer($0)) }
@@ -1156,8 +1161,10 @@ private struct PlanBuilder {
 
   /// A destination that is also a folder of another destination cannot be written.
   mutating func checkFolders() {
-    // By bytes: the NFC and NFD spellings of a folder are two folders.
-    var seen = Set<ByteString>()
+    // Each folder above a destination is looked up once, by its bytes (the NFC and NFD spellings of
+    // a folder are two folders), and only its hash is kept: a list of deep paths kept every folder
+    // of every path as a String (hundreds of MB for a few hundred lines).
+    var seen = Set<Int>()
     var folders: [(folder: String, task: Int32)] = []
     var previousParent: [UInt8] = []
     for (index, task) in tasks.enumerated() where !task.to.isNone {
@@ -1171,9 +1178,13 @@ private struct PlanBuilder {
         }
         previousParent = Array(bytes.prefix(end))
         while end > 0 {
-          let folder = String(decoding: bytes.prefix(end), as: UTF8.self)
-          if !seen.insert(ByteString(folder)).inserted { break }
-          folders.append((folder, Int32(index)))
+          let folder = UnsafeRawBufferPointer(rebasing: bytes.prefix(end))
+          var hasher = Hasher()
+          hasher.combine(bytes: folder)
+          if !seen.insert(hasher.finalize()).inserted { break }
+          if self.task(withDestinationBytes: folder) != nil {
+            folders.append((String(decoding: folder, as: UTF8.self), Int32(index)))
+          }
           guard let next = bytes.prefix(end).lastIndex(of: 0x2F) else { break }
           end = next
         }
