@@ -464,7 +464,7 @@ private struct PlanBuilder {
 
   /// Makes the entry of a document that failed one task that fails with `descriptor` in the run.
   mutating func failDescriptor(_ record: inout PlannedDescriptor, spec: MetalinkSpec, because problem: String) {
-    let message = redactor.text("the Metalink document \(record.url) \(problem)")
+    let message = redactor.text("the Metalink document \(record.url): \(problem)")
     diagnostics.warning(spec.documentMark, message + "; the entry's files fail with 'descriptor'")
     record.outcome = .failed
     record.failure = message
