@@ -124,7 +124,7 @@ struct RunCommand: ParsableCommand {
     for (option, path) in [
       ("--report", options.reportPath), ("--junit", options.junitPath), ("--metrics", options.metricsPath),
     ] {
-      guard let path, let problem = Self.unwritable(path) else { continue }
+      guard let path, let problem = Self.unwritable(path) ?? Self.readByTheRun(path, manifest: plan) else { continue }
       let reason = "cannot write \(option) \(path): \(problem); nothing was sent"
       stderr.write("batchdl: \(reason)\n")
       if option != "--report" { writeNotRun(status: .invalid, reason: reason) }
@@ -200,6 +200,21 @@ struct RunCommand: ParsableCommand {
       var stderr = StandardError()
       stderr.write("batchdl: cannot write the report \(path): \(error)\n")
     }
+  }
+
+  /// Why an output path would overwrite what the run reads or writes (the manifest, a list or
+  /// document, a task's destination), or nil.
+  static func readByTheRun(_ path: String, manifest plan: Plan) -> String? {
+    func resolved(_ path: String) -> String {
+      URL(fileURLWithPath: StateFolder.absolute(path)).resolvingSymlinksInPath().path
+    }
+    let output = resolved(path)
+    if output == resolved(plan.manifest.path) { return "it is the manifest itself" }
+    for task in plan.tasks {
+      guard let destination = plan.absoluteDestination(of: task) else { continue }
+      if StateFolder.normalize(destination) == output { return "it is the destination of task \(plan.id(of: task))" }
+    }
+    return nil
   }
 
   /// Why an output path cannot be written, or nil: its folder cannot be made or written to, or

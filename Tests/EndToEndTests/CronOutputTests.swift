@@ -444,6 +444,13 @@ import Testing
     let lost = try BinaryRunner.run(["run", "manifest.yaml", "--report", "afile/report.json"], in: fixture.folder.path)
     #expect(lost.status == 2)
     #expect(lost.stderr.contains("cannot write --report afile/report.json"), "\(lost.stderr)")
+    // Nor may a report overwrite the manifest or a task's file.
+    let manifest = try fixture.run(["--report", "manifest.yaml"])
+    #expect(manifest.status == 2 && manifest.stderr.contains("it is the manifest itself"), "\(manifest.stderr)")
+    #expect(fixture.folder.read("manifest.yaml")?.hasPrefix("version: 1") == true)
+    let destination = try fixture.run(["--report", "a.bin"])
+    #expect(destination.status == 2 && destination.stderr.contains("it is the destination of task a.bin"))
+    #expect(fixture.server.requests(for: "/a.bin").isEmpty)
   }
 
   /// `dest: /srv/m/x` and `dest: x/` in a manifest in /srv/m name one folder: two sessions wrote one

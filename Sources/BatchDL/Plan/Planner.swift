@@ -667,9 +667,13 @@ private struct PlanBuilder {
       }
       let value = String(item.text[item.text.index(after: item.text.firstIndex(of: ":") ?? item.text.startIndex)...])
       if lowered.hasPrefix("size:") {
-        guard expectation.size == nil, let size = Int64(value), size >= 0, size <= Limits.bytes else {
+        guard expectation.size == nil else { return problem(item.at, "give one size: per line") }
+        guard let size = Int64(value), size >= 0 else {
           return problem(
-            item.at, "size: must be a whole number of bytes given once, found '\(ShownText.escaped(value, limit: 40))'")
+            item.at, "size: must be a whole number of bytes, found '\(ShownText.escaped(value, limit: 40))'")
+        }
+        guard size <= Limits.bytes else {
+          return problem(item.at, "size: must be at most \(ByteSize.format(Limits.bytes)), found \(size)")
         }
         expectation.size = size
       } else {
