@@ -208,13 +208,14 @@ struct RunCommand: ParsableCommand {
     func resolved(_ path: String) -> String {
       URL(fileURLWithPath: StateFolder.absolute(path)).resolvingSymlinksInPath().path
     }
-    let output = resolved(path)
-    if output == resolved(plan.manifest.path) { return "it is the manifest itself" }
-    for task in plan.tasks {
-      guard let destination = plan.absoluteDestination(of: task) else { continue }
-      if StateFolder.normalize(destination) == output { return "it is the destination of task \(plan.id(of: task))" }
-    }
-    return nil
+    if resolved(path) == resolved(plan.manifest.path) { return "it is the manifest itself" }
+    // Destinations are kept relative to the manifest's folder (absolute outside it): the output is
+    // put in that form once, then compared with each task's bytes, without a String per task.
+    var output = StateFolder.normalize(StateFolder.absolute(path))
+    let folder = StateFolder.normalize(plan.manifest.absoluteDirectory) + "/"
+    if output.hasPrefix(folder) { output.removeFirst(folder.count) }
+    guard let task = plan.tasks.first(where: { !$0.to.isNone && plan.text.equals($0.to, output) }) else { return nil }
+    return "it is the destination of task \(plan.id(of: task))"
   }
 
   /// Why an output path cannot be written, or nil: its folder cannot be made or written to, or

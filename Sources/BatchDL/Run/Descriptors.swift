@@ -58,11 +58,12 @@ public enum Descriptors {
     var set = DescriptorSet()
     var pending: [(key: String, stored: StoredDescriptor?, masked: String, files: (body: String, meta: String))] = []
     var requests: [DescriptorRequest] = []
+    var pendingKeys = Set<String>()
     for (index, session) in manifest.sessions.enumerated() {
       for entry in session.tasks {
         guard case .metalink(let spec) = entry, spec.isURL else { continue }
         let key = DescriptorSet.key(of: spec.document, for: session, in: manifest)
-        guard set.documents[key] == nil, !pending.contains(where: { $0.key == key }) else { continue }
+        guard set.documents[key] == nil, pendingKeys.insert(key).inserted else { continue }
         let masked = redactor.url(spec.document)
         let files = state.descriptor(
           maskedURL: masked, connection: session.connectionIdentity(relativeTo: manifest.absoluteDirectory))
