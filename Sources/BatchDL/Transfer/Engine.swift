@@ -126,7 +126,8 @@ public struct TransferCheckpoint: Sendable {
 }
 
 /// Runs jobs on one libcurl multi handle on the calling thread (DESIGN.md): admit work up to the
-/// caps, perform, collect finished transfers, retry what a retry can fix, poll.
+/// caps (`AdmissionControl`), perform, collect finished transfers, and carry out what each job's
+/// `JobLife` decides of them (send again, retry, switch source, repair, complete), poll.
 ///
 /// Caps: at most `globalLimit` transfers at once; per session, `sessionLimit`; per session and
 /// host, `hostLimit`. Jobs are admitted in the order given (the plan's order) among those whose
@@ -142,32 +143,11 @@ public final class Engine {
     }
     var failure: TransferFailure? { job.failure }
     var admission: (@Sendable () -> Admission)? { job.admission }
-    /// The URL and its mirrors, for a download that has mirrors.
-    let sources: SourceList?
-    /// The URL the job was made with (before redirects): the one source of a download without
-    /// mirrors, which `pieces_failed` names.
-    let firstURL: String
-    /// Attempts made on earlier sources: each source has the retries of `spec.retry`.
-    var attemptsBefore = 0
-    /// The download is fetched as one stream from now on (too small, no ranges, a source that
-    /// answered a range with the whole file or with other bytes, a digest that failed).
-    var segmentsOff = false
-    /// A segmented file whose digest failed was fetched again whole.
-    var refetchedWhole = false
-    /// Times pieces that failed their digests were fetched again.
-    var pieceRepairs = 0
-    /// The pieces that failed are being fetched again: the rest of the file is kept as extents,
-    /// whatever `segmentsOff` says.
-    var repairing = false
-    /// While repairing: the bad ranges, each with the sources (indices in `sources`) that sent
-    /// bytes of it; a range goes to another source when one has room.
+    /// While repairing: the bad ranges, each with the sources (indices in the job's sources) that
+    /// sent bytes of it; a range goes to another source when one has room.
     var repairBlame: [(extent: ByteExtent, sources: Set<Int>)] = []
 
     init(_ job: consuming TransferJob) {
-      sources =
-        job.spec.mirrors.isEmpty
-        ? nil : SourceList([TransferSource(url: job.spec.url, hostKey: job.spec.hostKey)] + job.spec.mirrors)
-      firstURL = job.spec.url
       self.job = job
     }
   }
@@ -175,78 +155,43 @@ public final class Engine {
   struct JobState {
     /// Nil before the job's turn and after its end.
     var built: BuiltJob?
+    /// What the job has been through, and what it may do next.
+    var life = JobLife(
+      rules: JobLife.Rules(
+        retry: RetryPolicy(attempts: 1, backoff: Interval(milliseconds: 0), maxBackoff: Interval(milliseconds: 0))))
     var waitingOn = 0
     var dependents: [Int] = []
-    var attempts = 0
-    var startedAt: UInt64?
-    var finished = false
     var key = 0
-    /// Body bytes received from the network in this run, over all attempts.
-    var transferred: Int64 = 0
-    /// Redirects followed by the engine in the current attempt.
-    var redirects = 0
-    /// Attempts lost with a multiplexed connection before any response, not charged (at most
-    /// `connectionLossLimit`).
-    var connectionLosses = 0
   }
 
   let multi: MultiHandle
   private let source: TransferJobSource
   var jobs: [JobState]
-  let globalLimit: Int
-  weak var observer: TransferObserver?
-
-  private var keyQueues: [MinHeap<Int>] = []
-  private var keyHost: [String] = []
-  private var keySession: [Int] = []
-  private var keyHostLimit: [Int] = []
-  private var keySessionLimit: [Int] = []
-  private var readyKeys = MinHeap<HeapEntry>()
-  private var queuedHead: [Int?] = []
-  private var blockedKeys: Set<Int> = []
-  var hostActive: [String: Int] = [:]
-  /// Hosts that answered any session over HTTP/2: a handle whose receive buffer libcurl kept may
-  /// take a transfer to them (`EasyHandle.accepts`).
-  var multiplexedHosts: Set<String> = []
-  /// The queues (session and host) whose host answered that session over HTTP/2: their requests
-  /// share connections as streams, so that `max_connections_per_host` caps connections (libcurl's
-  /// `CURLMOPT_MAX_HOST_CONNECTIONS`) and no longer the requests in flight, which `max_concurrent`
-  /// caps. Only where libcurl's cap is the session's: libcurl has one cap for all sessions, the
-  /// largest, and a session with a smaller one keeps it as a cap on requests.
-  private var multiplexedQueues: Set<QueueName> = []
-  /// libcurl's cap on connections to one host: the largest `max_connections_per_host` of the run.
-  private var connectionCap = 6
-  var sessionActive: [Int: Int] = [:]
+  var admission: AdmissionControl
   private var timers = MinHeap<Timer>()
   var active: [UnsafeMutableRawPointer: Transfer] = [:]
   private var remaining: Int
   private var lastTick: UInt64 = 0
   private var lastCheckpoint: UInt64 = 0
-  /// Durable byte counts already reported, per job.
+  /// The durable offset last reported per job, so that unchanged checkpoints are not resent.
   private var reported: [Int: Int64] = [:]
-  /// Milliseconds between syncs of a download.
-  public var syncInterval: UInt64 = 1000
+  /// When each download was last asked to sync (absent: not yet seen by the checkpoint pass).
   private var lastSync: [Int: UInt64] = [:]
-  /// When each download was first seen by `checkpoint(now:)`, and its byte count then (for its rate).
+  /// When each download was first seen by the checkpoint pass, and its bytes then (its rate).
   private var firstSeen: [Int: (time: UInt64, count: Int64)] = [:]
-  /// Per-session byte budgets for `rate_limit`.
-  var buckets: [Int: RateBucket] = [:]
-  /// Per-session libcurl shares: cookies and TLS sessions.
+  /// Each session's cookie jar, DNS and TLS sessions, shared by its transfers.
   var shares: [Int: SessionShare] = [:]
-  /// Reset easy handles of finished transfers, per session: reusing one spares libcurl setting up
-  /// a handle (about 12,000 instructions of a small file's 290,000, bench/callgrind).
+  /// Handles of finished transfers, per session, kept for the session's next transfers: a new
+  /// easy handle and its buffers cost more than a reset.
   var spareHandles: [Int: [EasyHandle]] = [:]
   let cancelled = Flag()
   /// Whether the observer wants each response head (else only completions carry it).
   private var reportsResponses = true
-  /// The downloads being fetched as ranges, by job.
+  /// Downloads fetched in segments, by job.
   var segmented: [Int: SegmentedDownload] = [:]
-
-  private struct HeapEntry: Comparable {
-    var head: Int
-    var key: Int
-    static func < (a: HeapEntry, b: HeapEntry) -> Bool { (a.head, a.key) < (b.head, b.key) }
-  }
+  weak var observer: TransferObserver?
+  /// How often (ms) each download is asked to sync its bytes to disk for a checkpoint.
+  public var syncInterval: UInt64 = 1000
 
   private struct Timer: Comparable {
     var due: UInt64
@@ -257,63 +202,40 @@ public final class Engine {
   public init(jobs source: TransferJobSource, globalLimit: Int, observer: TransferObserver) throws(CurlSetupError) {
     multi = try MultiHandle()
     self.source = source
-    self.globalLimit = max(1, globalLimit)
     self.observer = observer
     jobs = Array(repeating: JobState(), count: source.count)
     remaining = jobs.count
     var maxHost = 0
+    for index in jobs.indices { maxHost = max(maxHost, source.queue(of: index).hostLimit) }
+    admission = AdmissionControl(globalLimit: globalLimit, connectionCap: maxHost > 0 ? maxHost : 6)
     // Jobs of one host tend to come together: the last queue is checked before the table.
-    var previous: (name: QueueName, key: Int)?
+    var previous: (session: Int, host: String, key: Int)?
     for index in jobs.indices {
       let queue = source.queue(of: index)
-      let name = QueueName(session: queue.session, host: queue.host)
       let key: Int
-      if let previous, previous.name == name {
+      if let previous, previous.session == queue.session, previous.host == queue.host {
         key = previous.key
       } else {
-        key = queueKey(queue)
-        maxHost = max(maxHost, queue.hostLimit)
+        key = admission.queue(queue)
       }
       jobs[index].key = key
       let dependencies = source.dependencies(of: index)
       jobs[index].waitingOn = dependencies.count
       for dependency in dependencies { jobs[dependency].dependents.append(index) }
-      previous = (name, key)
+      previous = (queue.session, queue.host, key)
     }
-    connectionCap = maxHost > 0 ? maxHost : 6
-    try multi.set(CURLMOPT_MAX_HOST_CONNECTIONS, connectionCap)
-    try multi.set(CURLMOPT_MAXCONNECTS, max(32, min(self.globalLimit, Limits.count) * 2))
+    try multi.set(CURLMOPT_MAX_HOST_CONNECTIONS, admission.connectionCap)
+    try multi.set(CURLMOPT_MAXCONNECTS, max(32, min(admission.globalLimit, Limits.count) * 2))
   }
 
-  private struct QueueName: Hashable {
-    var session: Int
-    var host: String
-  }
-
-  /// The queue of each session and host.
-  private var queueKeys: [QueueName: Int] = [:]
-
-  /// The queue of a session and host, made on first use.
-  private func queueKey(_ queue: TransferQueue) -> Int {
-    let name = QueueName(session: queue.session, host: queue.host)
-    if let key = queueKeys[name] { return key }
-    let key = keyQueues.count
-    queueKeys[name] = key
-    keyQueues.append(MinHeap())
-    keyHost.append(name.host)
-    keySession.append(name.session)
-    keyHostLimit.append(
-      multiplexedQueues.contains(name) && queue.hostLimit == connectionCap ? Int.max : queue.hostLimit)
-    keySessionLimit.append(queue.sessionLimit)
-    queuedHead.append(nil)
-    return key
-  }
+  var globalLimit: Int { admission.globalLimit }
 
   /// A job's transfer, built when first needed.
   func built(_ job: Int) -> BuiltJob {
     if let built = jobs[job].built { return built }
     let built = BuiltJob(source.makeJob(job))
     jobs[job].built = built
+    jobs[job].life.learn(built.spec)
     return built
   }
 
@@ -362,7 +284,7 @@ public final class Engine {
         }
         observer?.transferTick(active: ticks)
       }
-      if active.isEmpty && timers.isEmpty && readyKeys.isEmpty && blockedKeys.isEmpty && remaining > 0 {
+      if active.isEmpty && timers.isEmpty && !admission.hasWaiting && remaining > 0 {
         // Nothing can run: every remaining job waits on a dependency that will never finish.
         failStuckJobs()
         break
@@ -377,120 +299,65 @@ public final class Engine {
   // MARK: - Admission
 
   func enqueue(_ job: Int) {
-    let key = jobs[job].key
-    keyQueues[key].push(job)
-    if blockedKeys.contains(key) { return }
-    if let head = queuedHead[key], head <= job { return }
-    queuedHead[key] = job
-    readyKeys.push(HeapEntry(head: job, key: key))
-  }
-
-  private func isBlocked(_ key: Int) -> Bool {
-    guard keyQueues[key].peek != nil else { return false }
-    return hostActive[keyHost[key], default: 0] >= keyHostLimit[key]
-      || sessionActive[keySession[key], default: 0] >= keySessionLimit[key]
+    admission.push(job, queue: jobs[job].key)
   }
 
   private func admit(now: UInt64) {
     for job in segmented.keys { fillPieces(job, now: now) }
-    while active.count < globalLimit, let entry = readyKeys.pop() {
-      let key = entry.key
-      guard queuedHead[key] == entry.head, keyQueues[key].peek == entry.head else { continue }
-      queuedHead[key] = nil
-      if isBlocked(key) {
-        blockedKeys.insert(key)
-        continue
-      }
-      guard let job = keyQueues[key].pop() else { continue }
-      if let next = keyQueues[key].peek {
-        queuedHead[key] = next
-        readyKeys.push(HeapEntry(head: next, key: key))
-      }
-      start(job, now: now)
-    }
-  }
-
-  func unblock() {
-    for key in blockedKeys {
-      if let head = keyQueues[key].peek {
-        queuedHead[key] = head
-        readyKeys.push(HeapEntry(head: head, key: key))
-      }
-    }
-    blockedKeys.removeAll()
+    while let job = admission.next() { start(job, now: now) }
   }
 
   private func start(_ job: Int, now: UInt64) {
     let built = built(job)
-    if let failure = built.failure {
-      complete(job, .failure(failure))
-      return
-    }
-    if let admission = built.admission {
-      switch admission() {
-      case .go(let interface):
-        built.spec.interface = interface
-      case .wait(let reason):
-        if jobs[job].startedAt == nil { jobs[job].startedAt = now }
-        let limit = built.spec.resourceTimeout?.milliseconds ?? 600_000
-        guard spent(job, now: now) < limit else {
-          complete(job, .failure(TransferFailure(code: .policy, message: reason + "; stopped waiting")))
-          return
-        }
-        timers.push(Timer(due: now + 1000, job: job))
-        return
-      case .defer(let reason):
-        complete(job, .failure(TransferFailure(code: .policy, message: reason)))
-        return
-      }
-    }
-    if jobs[job].startedAt == nil { jobs[job].startedAt = now }
-    var budget: Interval?
-    if let resource = built.spec.resourceTimeout {
-      let left = resource.milliseconds - spent(job, now: now)
-      guard left > 0 else {
-        complete(job, .failure(Self.resourceTimeout(built.spec, attempts: jobs[job].attempts)))
-        return
-      }
-      budget = Interval(milliseconds: left)
-    }
-    jobs[job].attempts += 1
-    if built.repairing || (!built.spec.extents.isEmpty && !built.segmentsOff), let resume = built.spec.resume,
-      let total = resume.total, let path = built.spec.target.path
-    {
-      continueSegmented(job, path: path, total: total, validator: resume.validator, now: now)
-      return
-    }
-    let transfer: Transfer
+    let spec = built.spec
+    let onDisk = !spec.extents.isEmpty && spec.resume?.total != nil && spec.target.path != nil
+    perform(
+      jobs[job].life.turnCame(now: now, refused: built.failure, policy: built.admission?(), segmentsOnDisk: onDisk),
+      job, now: now)
+  }
+
+  /// Sends a job's request: a transfer added to the multi handle, counted against its caps.
+  private func send(_ job: Int, budget: Interval?, interface: String?, now: UInt64) {
+    let built = built(job)
+    if let interface { built.spec.interface = interface }
     do {
-      transfer = try makeTransfer(job, spec: built.spec, timeout: budget)
+      launch(try makeTransfer(job, spec: built.spec, timeout: budget), now: now)
     } catch let failure as TransferFailure {
-      var failure = failure
-      failure.attempts = jobs[job].attempts
-      complete(job, .failure(failure))
-      return
+      perform(jobs[job].life.couldNotStart(failure), job, now: now)
     } catch {
-      complete(job, .failure(TransferFailure(code: .internal, message: "\(error)", attempts: jobs[job].attempts)))
-      return
+      perform(
+        jobs[job].life.couldNotStart(TransferFailure(code: .internal, message: "\(error)")), job, now: now)
     }
-    if let rate = built.spec.rateLimit {
-      let key = built.spec.sessionKey
-      let bucket = buckets[key] ?? RateBucket(bytesPerSecond: rate)
-      buckets[key] = bucket
-      transfer.bucket = bucket
+  }
+
+  /// A transfer made by `makeTransfer` starts: its session's rate budget, its idle clock, and the
+  /// caps it counts against (a request or a piece alike).
+  func launch(_ transfer: Transfer, now: UInt64) {
+    if let rate = transfer.spec.rateLimit {
+      transfer.bucket = admission.bucket(session: transfer.spec.sessionKey, bytesPerSecond: rate)
     }
     transfer.lastMoved = 0
     transfer.lastMoveTime = now
     active[transfer.easy.raw] = transfer
-    hostActive[built.spec.hostKey, default: 0] += 1
-    sessionActive[built.spec.sessionKey, default: 0] += 1
+    admission.started(session: transfer.spec.sessionKey, host: transfer.spec.hostKey)
+  }
+
+  /// A transfer leaves the multi handle and its caps (`launch` undone).
+  func land(_ transfer: Transfer) {
+    multi.remove(transfer.easy)
+    guard active.removeValue(forKey: transfer.easy.raw) != nil else { return }
+    admission.ended(session: transfer.spec.sessionKey, host: transfer.spec.hostKey)
   }
 
   /// Refills the sessions' rate budgets and continues the transfers that waited for them; returns
   /// whether any transfer is still waiting.
   private func resumePaused(now: UInt64) -> Bool {
-    guard !buckets.isEmpty else { return false }
-    for bucket in buckets.values { bucket.refill(now: now) }
+    var any = false
+    for bucket in admission.rateBuckets {
+      bucket.refill(now: now)
+      any = true
+    }
+    guard any else { return false }
     var waiting = false
     for transfer in active.values where transfer.paused {
       if let bucket = transfer.bucket, bucket.hasBudget {
@@ -502,37 +369,16 @@ public final class Engine {
     return waiting
   }
 
-  /// Whether a job keeps waiting for the network after `failure` (`waits_for_connectivity`): only
-  /// for connect and DNS failures, within the resource budget, or ten minutes without one.
-  private func waitsForConnectivity(_ job: Int, _ failure: TransferFailure) -> Bool {
-    let spec = built(job).spec
-    guard spec.waitsForConnectivity, failure.code == .connect || failure.code == .dns else { return false }
-    let limit = spec.resourceTimeout?.milliseconds ?? 600_000
-    return spent(job, now: Self.now()) < limit
-  }
-
-  /// Time charged to a job against `timeouts.resource`: earlier runs plus this one so far.
-  private func spent(_ job: Int, now: UInt64) -> Int64 {
-    built(job).spec.spentBefore + Int64(now &- (jobs[job].startedAt ?? now))
-  }
-
   /// Milliseconds a job has spent, across runs (for the store).
   public func timeSpent(_ job: Int) -> Int64 {
-    spent(job, now: Self.now())
+    jobs[job].life.spent(now: Self.now())
   }
 
   /// Attempts a job has made in this run.
-  public func attempts(_ job: Int) -> Int { jobs[job].attempts }
+  public func attempts(_ job: Int) -> Int { jobs[job].life.attempts }
 
   /// When the job's turn came in this run (`Engine.now()`), nil before it came.
-  public func startTime(_ job: Int) -> UInt64? { jobs[job].startedAt }
-
-  private static func resourceTimeout(_ spec: TransferSpec, attempts: Int) -> TransferFailure {
-    TransferFailure(
-      code: .timeout,
-      message: "timeouts.resource (\(spec.resourceTimeout?.description ?? "")) spent before the task could finish",
-      attempts: attempts)
-  }
+  public func startTime(_ job: Int) -> UInt64? { jobs[job].life.startedAt }
 
   /// Fails the attempts that moved no byte for their `timeouts.request` (checked ten times a
   /// second; a transfer paused by its session's rate limit is not idle).
@@ -564,17 +410,13 @@ public final class Engine {
   // MARK: - Completion
 
   private func finish(handle: UnsafeMutableRawPointer, code: CURLcode) {
-    guard let transfer = active.removeValue(forKey: handle) else { return }
-    multi.remove(transfer.easy)
+    guard let transfer = active[handle] else { return }
+    land(transfer)
     defer { recycle(transfer.easy, session: transfer.spec.sessionKey) }
     noteProtocol(transfer)
     let job = transfer.job
     lastSync[job] = nil
     firstSeen[job] = nil
-    let built = built(job)
-    hostActive[transfer.spec.hostKey, default: 1] -= 1
-    sessionActive[transfer.spec.sessionKey, default: 1] -= 1
-    unblock()
     if let piece = transfer.piece {
       // A piece of a download that ended already (it failed, or went on as one stream) is dropped.
       if let download = segmented[job] {
@@ -583,119 +425,131 @@ public final class Engine {
       }
       if transfer.isRangedPiece { return }
     }
-    if code == CURLE_OK, !cancelled.isSet, let location = transfer.redirect {
-      follow(job, to: location, status: transfer.head.status)
-      return
+    let cancelled = cancelled.isSet
+    var end: JobLife.AttemptEnd
+    if code == CURLE_OK, !cancelled, let location = transfer.redirect {
+      end = JobLife.AttemptEnd(.failure(TransferFailure(code: .tooManyRedirects, message: "")))
+      end.redirect = (location, transfer.head.status)
+    } else {
+      jobs[job].life.received(transfer.bodyBytesReceived)
+      let life = jobs[job].life
+      end = JobLife.AttemptEnd(transfer.outcome(code, attempts: life.attempts, transferred: life.transferred))
+      end.cancelled = cancelled
+      end.bodyBytes = transfer.bodyBytesReceived
+      end.responseComplete = transfer.parser.complete
+      end.multiplexed = Self.mayMultiplex(transfer.spec) || admission.multiplexedHosts.contains(transfer.spec.hostKey)
+      end.retryAfterSeconds = Int64(transfer.easy.info(offset: CURLINFO_RETRY_AFTER))
+      end.resumePoint = transfer.resumePoint
+      end.wroteFile = transfer.fileSink != nil
     }
-    jobs[job].redirects = 0
-    jobs[job].transferred += transfer.bodyBytesReceived
-    built.sources?.received(transfer.bodyBytesReceived)
-    var outcome = transfer.outcome(code, attempts: jobs[job].attempts, transferred: jobs[job].transferred)
-    if built.sources != nil || built.spec.pieces != nil, !cancelled.isSet, case .success(var result) = outcome {
-      result.sources = built.sources?.used ?? []
-      outcome = .success(result)
-      let writer = PieceWriter(extent: ByteExtent(start: 0, end: result.size), source: built.sources?.current ?? 0)
-      switch checkPieces(job, result, writers: [writer], validator: transfer.validator ?? .digest) {
-      case .repairing:
-        return
-      case .failed(let failure):
-        outcome = .failure(failure)
-      case .verified, .unchecked:
-        if let problem = SourceList.contentProblem(result, spec: built.spec) {
-          if built.sources?.refetchWhole(after: problem, result) ?? false {
-            // Bytes of two sources that do not make the file: fetch it whole from this one.
-            built.spec.resume = nil
-            enqueue(job)
-            return
-          }
-          outcome = .failure(problem)
-        }
-      }
-    }
-    if case .failure(let failure) = outcome, failure.code == .network, !cancelled.isSet, !transfer.parser.complete,
-      transfer.bodyBytesReceived == 0,
-      Self.mayMultiplex(transfer.spec) || multiplexedHosts.contains(transfer.spec.hostKey),
-      jobs[job].connectionLosses < Self.connectionLossLimit
-    {
-      // A request refused or lost when the server ended its HTTP/2 connection (GOAWAY past the
-      // last stream it took), before any of its response: sent again at once, without an attempt
-      // charged, as libcurl does a few times itself before it gives up.
-      jobs[job].connectionLosses += 1
-      jobs[job].attempts -= 1
-      enqueue(job)
-      return
-    }
-    if case .failure(let failure) = outcome, failure.code == .resumeRestart, !cancelled.isSet {
-      // The server cannot continue this partial file: start over at once, without an attempt charged.
-      built.spec.resume = nil
-      jobs[job].attempts -= 1
-      enqueue(job)
-      return
-    }
-    // With another source to go to, a failure moves on at once rather than wait out a backoff here.
-    if case .failure(let failure) = outcome, FailureClassifier.isRetryable(failure), !cancelled.isSet,
-      !(built.sources?.hasNext ?? false),
-      jobs[job].attempts - built.attemptsBefore < built.spec.retry.attempts || waitsForConnectivity(job, failure)
-    {
-      // Continue from what this attempt wrote when the response allows it; else start over.
-      built.spec.resume = transfer.resumePoint
-      built.spec.conditional = nil
-      let retryAfter = Int64(transfer.easy.info(offset: CURLINFO_RETRY_AFTER))
-      let delay = backoff(job: job, retryAfterSeconds: retryAfter)
-      let now = Self.now()
-      if let resource = built.spec.resourceTimeout,
-        spent(job, now: now) + delay.milliseconds >= resource.milliseconds
-      {
-        var failure = failure
-        failure.message += "; no time left in timeouts.resource (\(resource)) to try again"
-        complete(job, .failure(failure))
-        return
-      }
-      observer?.transferWillRetry(job, after: delay, failure: failure)
-      timers.push(Timer(due: now + UInt64(delay.milliseconds), job: job))
-      return
-    }
-    if let sources = built.sources, case .failure(let failure) = outcome, !cancelled.isSet,
-      SourceList.isSourceFailure(failure)
-    {
-      let url = sources.url
-      observer?.transferSourceFailed(job, url: url, failure: failure)
-      if let next = sources.setAside(failure) {
-        switchSource(
-          job, to: next,
-          keeping: failure.code == .checksumMismatch || failure.code == .sizeMismatch
-            ? nil : transfer.resumePoint)
-        return
-      }
-      outcome = .failure(sources.allFailed(attempts: jobs[job].attempts))
-    }
-    if case .success = outcome { announce(transfer) }
-    if case .failure = outcome, let sink = transfer.fileSink, transfer.resumePoint != nil,
-      let point = checkpoint(transfer, durable: sink.syncNow())
-    {
-      // The task failed for good: what this attempt wrote stays for the next run to continue.
-      observer?.transferCheckpoints([point])
-    }
-    complete(job, outcome)
+    perform(jobs[job].life.attemptEnded(end, now: Self.now()), job, now: Self.now(), transfer: transfer, end: end)
   }
 
-  /// Goes on from the next source: its own retries, the caps of its host, and the kept bytes only
-  /// where `If-Range` with a strong ETag guards them (else the file starts over).
-  func switchSource(_ job: Int, to next: TransferSource, keeping resume: TransferSpec.Resume?) {
+  /// Carries out what a job's life decided, in order. `transfer` and `end`: the attempt of one
+  /// stream the decision came from.
+  func perform(
+    _ actions: [JobLife.Action], _ job: Int, now: UInt64, transfer: Transfer? = nil, end: JobLife.AttemptEnd? = nil,
+    writers: [PieceWriter] = [], validator: ResumeValidator = .digest
+  ) {
+    for action in actions {
+      switch action {
+      case .sourceFailed(let url, let failure):
+        observer?.transferSourceFailed(job, url: url, failure: failure)
+      case .piecesFailed(let pieces, let urls, let message):
+        observer?.transferPiecesFailed(job, pieces: pieces, urls: urls, message: message)
+      case .willRetry(let delay, let failure):
+        observer?.transferWillRetry(job, after: delay, failure: failure)
+      case .send(let budget, let interface):
+        send(job, budget: budget, interface: interface, now: now)
+      case .resumeSegments:
+        let spec = built(job).spec
+        guard let resume = spec.resume, let total = resume.total, let path = spec.target.path else { continue }
+        continueSegmented(job, path: path, total: total, validator: resume.validator, now: now)
+      case .askPolicyAgain(let due):
+        timers.push(Timer(due: due, job: job))
+      case .follow(let location, let status):
+        let built = built(job)
+        switch built.spec.following(location, status: status) {
+        case .success(let next):
+          built.spec = next
+          start(job, now: Self.now())
+        case .failure(let failure):
+          perform(jobs[job].life.redirectRefused(failure), job, now: now)
+        }
+      case .sendAgain(let fromStart):
+        if fromStart { built(job).spec.resume = nil }
+        enqueue(job)
+      case .restartWhole:
+        let built = built(job)
+        built.spec.resume = nil
+        built.spec.extents = []
+        enqueue(job)
+      case .check(let result):
+        let spec = built(job).spec
+        let writers =
+          end != nil
+          ? [PieceWriter(extent: ByteExtent(start: 0, end: result.size), source: jobs[job].life.sources?.current ?? 0)]
+          : writers
+        let pieces =
+          cancelled.isSet
+          ? PieceVerdict.unchecked
+          : PieceVerdict(result, spec: spec, writers: writers, validator: transfer?.validator ?? validator)
+        var problem: TransferFailure?
+        if case .failed = pieces {
+        } else if case .bad = pieces {
+        } else {
+          problem = SourceList.contentProblem(result, spec: spec)
+        }
+        perform(
+          jobs[job].life.contentChecked(result, pieces: pieces, problem: problem, end: end, now: Self.now()), job,
+          now: now, transfer: transfer, end: end)
+      case .retry(let due, let resume):
+        let built = built(job)
+        built.spec.resume = resume
+        built.spec.conditional = nil
+        timers.push(Timer(due: due, job: job))
+      case .switchSource(let next, let resume, let extents):
+        let built = built(job)
+        built.spec.resume = resume
+        if let extents {
+          built.spec.extents = extents
+          built.spec.rangeEnd = nil
+        }
+        switchSource(job, to: next)
+      case .repair(let repair):
+        let built = built(job)
+        if let next = repair.source {
+          built.spec.url = next.url
+          built.spec.hostKey = next.hostKey
+          built.spec.sourceHeaders = next.headers
+        }
+        built.spec.extents = repair.kept
+        built.spec.rangeEnd = nil
+        built.spec.conditional = nil
+        built.spec.resume = repair.resume
+        built.repairBlame = repair.blame
+        requeue(job)
+      case .keepPartial:
+        if let transfer, let sink = transfer.fileSink, let point = checkpoint(transfer, durable: sink.syncNow()) {
+          observer?.transferCheckpoints([point])
+        }
+      case .complete(let outcome):
+        if case .success = outcome, let transfer, end != nil { announce(transfer) }
+        complete(job, outcome)
+      }
+    }
+  }
+
+  /// Goes on from the next source: its own retries and the caps of its host (the kept bytes are
+  /// the life's to decide: `JobLife`).
+  func switchSource(_ job: Int, to next: TransferSource) {
     let built = built(job)
-    built.spec.resume = resume.flatMap { SourceList.mayContinue($0) ? $0 : nil }
     built.spec.conditional = nil
     built.spec.url = next.url
     built.spec.hostKey = next.hostKey
     built.spec.sourceHeaders = next.headers
     requeue(job)
   }
-
-  /// Requests lost with a multiplexed connection before any of their response go again free at
-  /// most this many times (each after libcurl's own five tries): at many streams against a server
-  /// that ends connections every few requests (nginx's `keepalive_requests`), one request can be
-  /// among the refused streams many times in a row before its turn comes.
-  static let connectionLossLimit = 10
 
   /// Whether a request may go over HTTP/2 and be sent again safely: before the first response of
   /// its host says so, its first requests may already have shared a connection that a GOAWAY
@@ -706,38 +560,14 @@ public final class Engine {
     return spec.httpVersion == .http2 || (spec.httpVersion == .auto && spec.url.utf8.starts(with: "https:".utf8))
   }
 
-  /// Queues a job again on the host of its spec's URL, with the retries of `spec.retry` anew.
+  /// Queues a job again on the host of its spec's URL.
   func requeue(_ job: Int) {
     let built = built(job)
-    built.attemptsBefore = jobs[job].attempts
-    jobs[job].key = queueKey(
+    jobs[job].key = admission.queue(
       TransferQueue(
         session: built.spec.sessionKey, host: built.spec.hostKey, sessionLimit: built.spec.sessionLimit,
         hostLimit: built.spec.hostLimit))
     enqueue(job)
-  }
-
-  /// Sends the next hop of a redirect that the engine follows itself (at most 10, as libcurl).
-  private func follow(_ job: Int, to location: String, status: Int) {
-    jobs[job].redirects += 1
-    jobs[job].attempts -= 1
-    guard jobs[job].redirects <= 10 else {
-      complete(
-        job,
-        .failure(
-          TransferFailure(
-            code: .tooManyRedirects, message: "more than 10 redirects", attempts: jobs[job].attempts + 1)))
-      return
-    }
-    let built = built(job)
-    switch built.spec.following(location, status: status) {
-    case .success(let next):
-      built.spec = next
-      start(job, now: Self.now())
-    case .failure(var failure):
-      failure.attempts = jobs[job].attempts + 1
-      complete(job, .failure(failure))
-    }
   }
 
   /// A transfer with its session's share, added to the multi handle: on a spare handle of the
@@ -745,7 +575,7 @@ public final class Engine {
   func makeTransfer(_ job: Int, spec: TransferSpec, timeout: Interval?) throws -> Transfer {
     let key = spec.sessionKey
     let buffer = Transfer.receiveBuffer(for: spec)
-    let multiplexed = multiplexedHosts.contains(spec.hostKey)
+    let multiplexed = admission.multiplexedHosts.contains(spec.hostKey)
     let spare = spareHandles[key]?.popLast().flatMap {
       $0.accepts(receiveBuffer: buffer, multiplexed: multiplexed) ? $0 : nil
     }
@@ -758,22 +588,15 @@ public final class Engine {
     return transfer
   }
 
-  /// The job's next backoff (`RetryPolicy.delay`): doubled with each try on its current source.
-  private func backoff(job: Int, retryAfterSeconds: Int64) -> Interval {
-    built(job).spec.retry.delay(
-      exponent: jobs[job].attempts - built(job).attemptsBefore - 1, retryAfterSeconds: retryAfterSeconds)
-  }
-
   func complete(_ job: Int, _ outcome: Result<TransferResult, TransferFailure>) {
-    guard !jobs[job].finished else { return }
-    jobs[job].finished = true
+    guard jobs[job].life.finish() else { return }
     remaining -= 1
     let now = Self.now()
     observer?.transferCompleted(
-      job, outcome: outcome, spent: spent(job, now: now), started: jobs[job].startedAt, ended: now)
+      job, outcome: outcome, spent: jobs[job].life.spent(now: now), started: jobs[job].life.startedAt, ended: now)
     jobs[job].built = nil
     if case .success = outcome, !jobs[job].dependents.isEmpty { observer?.settle() }
-    for dependent in jobs[job].dependents where !jobs[dependent].finished {
+    for dependent in jobs[job].dependents where !jobs[dependent].life.finished {
       switch outcome {
       case .success:
         jobs[dependent].waitingOn -= 1
@@ -832,21 +655,12 @@ public final class Engine {
 
   /// Once per transfer, when its final response head is complete: a host that answered a session
   /// over HTTP/2 carries that session's requests as streams of shared connections, and its queue
-  /// is no longer held to `max_connections_per_host` requests at once (`multiplexedQueues`).
+  /// is no longer held to `max_connections_per_host` requests at once (`AdmissionControl`).
   private func noteProtocol(_ transfer: Transfer) {
     guard !transfer.versionSeen, transfer.parser.complete else { return }
     transfer.versionSeen = true
     guard transfer.head.version == "HTTP/2" else { return }
-    let host = transfer.spec.hostKey
-    let session = transfer.spec.sessionKey
-    // Learned once per session and host: every later transfer there stops at this lookup.
-    guard multiplexedQueues.insert(QueueName(session: session, host: host)).inserted else { return }
-    multiplexedHosts.insert(host)
-    for key in keyHost.indices
-    where keyHost[key] == host && keySession[key] == session && keyHostLimit[key] == connectionCap {
-      keyHostLimit[key] = Int.max
-    }
-    unblock()
+    admission.multiplexed(session: transfer.spec.sessionKey, host: transfer.spec.hostKey)
   }
 
   /// Keeps checkpoints close behind the network: each resumable download is asked to sync every
@@ -938,15 +752,16 @@ public final class Engine {
     }
     if !points.isEmpty { observer?.transferCheckpoints(points) }
     active.removeAll()
+    admission.endedAll()
   }
 
   /// Jobs that had not finished when the run was cancelled.
   public var unfinishedJobs: [Int] {
-    jobs.indices.filter { !jobs[$0].finished }
+    jobs.indices.filter { !jobs[$0].life.finished }
   }
 
   private func failStuckJobs() {
-    for index in jobs.indices where !jobs[index].finished {
+    for index in jobs.indices where !jobs[index].life.finished {
       complete(index, .failure(TransferFailure(code: .dependency, message: "waits on a task that never ran")))
     }
   }

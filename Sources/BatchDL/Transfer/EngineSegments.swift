@@ -8,21 +8,22 @@ extension Engine {
   /// own as the caps allow (docs/sources.md, "Segments").
   func considerSegments(_ transfer: Transfer) {
     let job = transfer.job
-    guard segmented[job] == nil, !cancelled.isSet, let built = jobs[job].built, !built.segmentsOff,
+    guard segmented[job] == nil, !cancelled.isSet, let built = jobs[job].built,
       let path = transfer.spec.target.path, let sink = transfer.fileSink, sink.isOnDisk,
       let admission = transfer.admission
     else { return }
     let head = transfer.head
     let minimum = max(1, transfer.spec.minSegmentSize)
-    let ranged = head.status == 206 || (head["accept-ranges"]?.lowercased().contains("bytes") ?? false)
+    var plainGet = transfer.spec.method.uppercased() == "GET"
+    if case .none = transfer.spec.body {} else { plainGet = false }
     // Only a plain GET is asked again in ranges (a POST would be sent again with each).
-    guard ranged, transfer.spec.method.uppercased() == "GET", case .none = transfer.spec.body,
-      let total = admission.total, let validator = transfer.validator, total >= 2 * minimum,
-      total - sink.count >= 2 * minimum
-    else {
-      built.segmentsOff = true
-      return
-    }
+    guard
+      jobs[job].life.mayUseSegments(
+        ranged: head.status == 206 || (head["accept-ranges"]?.lowercased().contains("bytes") ?? false),
+        plainGet: plainGet, total: admission.total, validated: transfer.validator != nil, onDisk: sink.count,
+        minimum: minimum),
+      let total = admission.total, let validator = transfer.validator
+    else { return }
     let download: SegmentedDownload
     do {
       download = try SegmentedDownload(
@@ -31,11 +32,11 @@ extension Engine {
         connections: transfer.spec.segments, minSegmentSize: minimum,
         covered: admission.start > 0 ? [ByteExtent(start: 0, end: admission.start)] : [])
     } catch {
-      built.segmentsOff = true
+      jobs[job].life.segmentsOff = true
       return
     }
     let position = sink.count
-    addSources(download, built, hostKey: transfer.spec.hostKey, etag: head.strongETag)
+    addSources(download, built, jobs[job].life.sources, hostKey: transfer.spec.hostKey, etag: head.strongETag)
     let first = Piece(
       start: admission.start, end: download.aligned(position + download.chunkSize, limit: total), next: position)
     first.synced = max(admission.start, sink.durable)
@@ -58,14 +59,15 @@ extension Engine {
   /// strong ETag, as `If-Range`: a mirror with another version answers `200` and is dropped.
   /// `repair`: the pieces are asked without `If-Range` from every source, the first one included.
   private func addSources(
-    _ download: SegmentedDownload, _ built: BuiltJob, hostKey: String, etag: String?, repair: Bool = false
+    _ download: SegmentedDownload, _ built: BuiltJob, _ list: SourceList?, hostKey: String, etag: String?,
+    repair: Bool = false
   ) {
     if let pieces = built.spec.pieces, pieces.fits(total: download.total) { download.alignment = pieces.length }
     download.sources[0].hostKey = hostKey
     download.sources[0].headers = built.spec.sourceHeaders
-    download.sources[0].listIndex = built.sources?.current
+    download.sources[0].listIndex = list?.current
     if repair { download.sources[0].validator = .digest }
-    guard let list = built.sources else { return }
+    guard let list else { return }
     let guarded = built.spec.expectedSHA256 != nil || built.spec.pieces != nil
     guard let validator = guarded ? ResumeValidator.digest : etag.map(ResumeValidator.etag) else { return }
     for index in list.healthy where index != list.current {
@@ -87,15 +89,13 @@ extension Engine {
         connections: built.spec.segments, minSegmentSize: max(1, built.spec.minSegmentSize),
         covered: built.spec.extents)
     } catch {
-      var failure = error
-      failure.attempts = jobs[job].attempts
-      complete(job, .failure(failure))
+      perform(jobs[job].life.couldNotStart(error), job, now: now)
       return
     }
+    let repairing = jobs[job].life.repairing
     addSources(
-      download, built, hostKey: built.spec.hostKey, etag: validator.etag,
-      repair: built.repairing)
-    if built.repairing { download.blame = built.repairBlame }
+      download, built, jobs[job].life.sources, hostKey: built.spec.hostKey, etag: validator.etag, repair: repairing)
+    if repairing { download.blame = built.repairBlame }
     download.planGaps()
     segmented[job] = download
     if download.isComplete {
@@ -112,9 +112,11 @@ extension Engine {
     var waiting = download.waiting(now: now)
     var stole = false
     let hostLimit = built.spec.hostLimit
-    while download.running < download.connections, active.count < globalLimit,
-      sessionActive[built.spec.sessionKey, default: 0] < built.spec.sessionLimit,
-      let source = download.pickSource(room: { self.hostActive[$0, default: 0] < hostLimit })
+    let session = built.spec.sessionKey
+    let sessionLimit = built.spec.sessionLimit
+    while download.running < download.connections,
+      admission.hasRoom(session: session, sessionLimit: sessionLimit, host: "", hostLimit: Int.max),
+      let source = download.pickSource(room: { self.admission.hostHasRoom($0, limit: hostLimit) })
     {
       let piece: Piece
       if !waiting.isEmpty {
@@ -132,7 +134,7 @@ extension Engine {
         // A bad range goes to a source that did not send it, when one has room.
         let blamed = download.blamed(for: piece)
         if let index = download.sources[source].listIndex, blamed.contains(index),
-          let other = download.pickSource(room: { self.hostActive[$0, default: 0] < hostLimit }, avoiding: blamed)
+          let other = download.pickSource(room: { self.admission.hostHasRoom($0, limit: hostLimit) }, avoiding: blamed)
         {
           from = other
         }
@@ -164,122 +166,89 @@ extension Engine {
     }
     transfer.piece = piece
     transfer.pieceDescriptor = download.descriptor
-    if let rate = spec.rateLimit {
-      let bucket = buckets[spec.sessionKey] ?? RateBucket(bytesPerSecond: rate)
-      buckets[spec.sessionKey] = bucket
-      transfer.bucket = bucket
-    }
-    transfer.lastMoved = 0
-    transfer.lastMoveTime = now
-    active[transfer.easy.raw] = transfer
-    hostActive[spec.hostKey, default: 0] += 1
-    sessionActive[spec.sessionKey, default: 0] += 1
+    launch(transfer, now: now)
     piece.transfer = transfer
     piece.source = source
-    if let index = from.listIndex { built.sources?.ask(index) }
+    if let index = from.listIndex { jobs[job].life.sources?.ask(index) }
     download.sources[source].running += 1
     download.started += 1
     observer?.transferSegmentStarted(job, start: piece.next, length: piece.end - piece.next, url: from.url)
   }
 
   /// A piece's transfer ended: the piece is done, continues later from where it stopped, or ends
-  /// the segmented download (ranges that cannot be trusted, a failure for good).
+  /// the segmented download (ranges that cannot be trusted, a failure for good), as the job's life
+  /// decides (`JobLife.pieceEnded`).
   func finishPiece(
     _ job: Int, _ transfer: Transfer, _ piece: Piece, _ download: SegmentedDownload, code: CURLcode
   ) {
-    let built = built(job)
     piece.transfer = nil
     let source = piece.source ?? 0
     download.sources[source].running -= 1
-    jobs[job].transferred += transfer.bodyBytesReceived
-    received(transfer.bodyBytesReceived, built, download, source)
-    var failure: TransferFailure?
-    if code == CURLE_OK, !cancelled.isSet, let location = transfer.redirect {
+    received(transfer.bodyBytesReceived, job, download, source)
+    var end = JobLife.PieceEnd()
+    end.source = source
+    end.cancelled = cancelled.isSet
+    end.method = transfer.spec.method
+    end.progressed = transfer.bodyBytesReceived > 0
+    end.failures = piece.failures
+    end.hasOtherSource = download.hasOtherSource(than: source)
+    end.retryAfterSeconds = Int64(transfer.easy.info(offset: CURLINFO_RETRY_AFTER))
+    if code == CURLE_OK, !end.cancelled, let location = transfer.redirect {
       // A source that redirects (followed here when the request carries secret headers): its
       // pieces go where it points, by the rule of every other hop (TransferSpec.following).
       download.sources[source].redirects += 1
-      switch transfer.spec.following(location, status: transfer.head.status) {
-      case .success(let next) where next.method == transfer.spec.method && download.sources[source].redirects <= 10:
-        download.sources[source].url = next.url
-        download.sources[source].headers = next.sourceHeaders
-        fillPieces(job, now: Self.now())
-        return
-      case .success:
-        failure = TransferFailure(code: .tooManyRedirects, message: "more than 10 redirects")
-      case .failure(let problem):
-        failure = problem
-      }
+      end.redirects = download.sources[source].redirects
+      end.redirect = transfer.spec.following(location, status: transfer.head.status)
     } else if transfer.answeredWhole {
-      guard source != 0 else {
-        fallBackToOneStream(job, download)
-        return
-      }
-      // A mirror without ranges, or with another version: it serves no more pieces.
-      dropSource(job, download, source, failure: nil, now: Self.now())
-      return
-    }
-    if transfer.reachedEnd {
-      if let sink = transfer.fileSink, case .failure(let problem) = sink.finish() { failure = problem }
+      end.answeredWhole = true
+    } else if transfer.reachedEnd {
+      if let sink = transfer.fileSink, case .failure(let problem) = sink.finish() { end.failure = problem }
     } else {
-      switch transfer.outcome(code, attempts: jobs[job].attempts) {
+      switch transfer.outcome(code, attempts: jobs[job].life.attempts) {
       case .success:
         if !piece.isDone {
-          failure = TransferFailure(
+          end.failure = TransferFailure(
             code: .incomplete, message: "the server stopped at byte \(piece.next) of the range up to \(piece.end)")
         }
       case .failure(let problem):
-        failure = problem
+        end.failure = problem
       }
     }
-    if let sink = transfer.fileSink { piece.next = max(piece.next, min(sink.count, piece.end)) }
+    if let sink = transfer.fileSink, end.redirect == nil, !end.answeredWhole {
+      piece.next = max(piece.next, min(sink.count, piece.end))
+    }
     let now = Self.now()
-    if var failure {
-      if failure.code == .resumeRestart || failure.code == .rangeMismatch {
-        // The source answers ranges with other bytes: it serves one stream at most.
-        guard source != 0 else {
-          fallBackToOneStream(job, download)
-          return
-        }
-        dropSource(job, download, source, failure: nil, now: now)
-        return
+    switch jobs[job].life.pieceEnded(end, now: now) {
+    case .follow(let url, let headers):
+      download.sources[source].url = url
+      download.sources[source].headers = headers
+      fillPieces(job, now: now)
+    case .oneStream:
+      fallBackToOneStream(job, download)
+    case .dropSource(let failure):
+      dropSource(job, download, source, failure: failure, now: now)
+    case .fail(let failure):
+      failDownload(job, download, failure, source: download.sources[source].listIndex)
+    case .again(let failures, let notBefore):
+      piece.failures = failures
+      piece.notBefore = notBefore
+      if download.isComplete {
+        completeSegmented(job, download)
+      } else {
+        fillPieces(job, now: now)
       }
-      // A mirror is set aside on any failure while another source serves (a 401 or 403 to a range
-      // is that mirror's own): only the first source's failures can fail the download.
-      if SourceList.isSourceFailure(failure) || source != 0, download.hasOtherSource(than: source),
-        !cancelled.isSet
-      {
-        // Another source takes the piece at once; this one is set aside.
-        dropSource(job, download, source, failure: failure, now: now)
-        return
+    case .goOn:
+      if download.isComplete {
+        completeSegmented(job, download)
+      } else {
+        fillPieces(job, now: now, steal: true)
       }
-      let progressed = transfer.bodyBytesReceived > 0
-      if !progressed { piece.failures += 1 }
-      guard FailureClassifier.isRetryable(failure), piece.failures < max(1, built.spec.retry.attempts) else {
-        failure.attempts = jobs[job].attempts
-        failDownload(job, download, failure, source: download.sources[source].listIndex)
-        return
-      }
-      // The backoff of every retry (with its jitter and the server's Retry-After), doubled with
-      // each try of this range that moved nothing.
-      let retryAfter = Int64(transfer.easy.info(offset: CURLINFO_RETRY_AFTER))
-      let delay = built.spec.retry.delay(exponent: piece.failures - 1, retryAfterSeconds: retryAfter)
-      piece.notBefore = progressed ? now : now + UInt64(max(0, delay.milliseconds))
     }
-    if download.isComplete {
-      completeSegmented(job, download)
-      return
-    }
-    fillPieces(job, now: now, steal: failure == nil)
   }
 
   /// Counts a piece's bytes for its source (the report's `sources`).
-  private func received(_ count: Int64, _ built: BuiltJob, _ download: SegmentedDownload, _ source: Int) {
-    guard let list = built.sources else { return }
-    if let index = download.sources[source].listIndex {
-      list.received(count, from: index)
-    } else {
-      list.received(count)
-    }
+  private func received(_ count: Int64, _ job: Int, _ download: SegmentedDownload, _ source: Int) {
+    jobs[job].life.received(count, from: download.sources[source].listIndex)
   }
 
   /// Takes a source out of a segmented download: it failed (`failure`: it is also set aside for
@@ -289,11 +258,11 @@ extension Engine {
     _ job: Int, _ download: SegmentedDownload, _ source: Int, failure: TransferFailure?, now: UInt64
   ) {
     download.sources[source].dropped = true
-    if let failure, let list = jobs[job].built?.sources, let index = download.sources[source].listIndex,
+    if let failure, let list = jobs[job].life.sources, let index = download.sources[source].listIndex,
       !list.aside[index]
     {
       observer?.transferSourceFailed(job, url: list.sources[index].url, failure: failure)
-      list.setAside(index, failure)
+      jobs[job].life.sources?.setAside(index, failure)
     }
     for piece in download.pieces where piece.transfer == nil && !piece.isDone {
       piece.notBefore = min(piece.notBefore, now)
@@ -317,15 +286,10 @@ extension Engine {
         stream = transfer
         continue
       }
-      multi.remove(transfer.easy)
-      active[transfer.easy.raw] = nil
-      hostActive[transfer.spec.hostKey, default: 1] -= 1
-      sessionActive[transfer.spec.sessionKey, default: 1] -= 1
-      jobs[job].transferred += transfer.bodyBytesReceived
-      if let built = jobs[job].built { received(transfer.bodyBytesReceived, built, download, piece.source ?? 0) }
+      land(transfer)
+      received(transfer.bodyBytesReceived, job, download, piece.source ?? 0)
       download.sources[piece.source ?? 0].running -= 1
     }
-    unblock()
     return stream
   }
 
@@ -333,8 +297,8 @@ extension Engine {
   /// one stream, the first one when it still runs, else from the bytes on disk from byte 0.
   private func fallBackToOneStream(_ job: Int, _ download: SegmentedDownload) {
     let built = built(job)
-    built.segmentsOff = true
-    built.repairing = false
+    jobs[job].life.segmentsOff = true
+    jobs[job].life.repairing = false
     download.hasher?.stop()
     if let stream = stopPieces(job, download) {
       stream.piece = nil
@@ -351,13 +315,9 @@ extension Engine {
   /// A piece failed for good: what is on disk stays as a checkpoint; the download goes on from the
   /// next source when there is one (keeping the extents only under a strong ETag), else fails.
   private func failDownload(_ job: Int, _ download: SegmentedDownload, _ failure: TransferFailure, source: Int?) {
-    let built = built(job)
     download.hasher?.stop()
     if let stream = stopPieces(job, download) {
-      multi.remove(stream.easy)
-      active[stream.easy.raw] = nil
-      hostActive[stream.spec.hostKey, default: 1] -= 1
-      sessionActive[stream.spec.sessionKey, default: 1] -= 1
+      land(stream)
       if let sink = stream.fileSink, let piece = stream.piece {
         _ = sink.syncNow()
         piece.next = max(piece.next, min(sink.count, piece.end))
@@ -366,47 +326,33 @@ extension Engine {
     download.syncNow()
     let extents = download.syncedExtents
     observer?.transferCheckpoints([checkpoint(job, download, extents: extents)])
-    if let sources = built.sources, !cancelled.isSet, SourceList.isSourceFailure(failure) {
-      let failed = source ?? sources.current
-      observer?.transferSourceFailed(job, url: sources.sources[failed].url, failure: failure)
-      sources.setAside(failed, failure)
-      if !sources.aside[sources.current] {
-        let next = sources.sources[sources.current]
-        let resume = TransferSpec.Resume(
-          offset: download.syncedPrefix, validator: download.validator, total: download.total)
-        built.spec.extents = SourceList.mayContinue(resume) ? extents : []
-        built.spec.rangeEnd = nil
-        switchSource(job, to: next, keeping: built.spec.extents.isEmpty ? nil : resume)
-        return
-      }
-      complete(job, .failure(sources.allFailed(attempts: jobs[job].attempts)))
-      return
-    }
-    complete(job, .failure(failure))
+    let kept = TransferSpec.Resume(offset: download.syncedPrefix, validator: download.validator, total: download.total)
+    perform(
+      jobs[job].life.segmentsFailed(failure, source: source, kept: kept, extents: extents, cancelled: cancelled.isSet),
+      job, now: Self.now())
   }
 
   /// Every piece is on disk: the file is hashed, checked against what the task expects, and handed
   /// to the run like a single stream's.
   private func completeSegmented(_ job: Int, _ download: SegmentedDownload) {
-    let built = built(job)
     segmented[job] = nil
+    let life = jobs[job].life
     guard let sha256 = download.digest() else {
       complete(
         job,
-        .failure(
-          TransferFailure(code: .write, message: "cannot read back \(download.path)", attempts: jobs[job].attempts)))
+        .failure(TransferFailure(code: .write, message: "cannot read back \(download.path)", attempts: life.attempts)))
       return
     }
     var result = TransferResult(
       head: download.head ?? ResponseHead(), size: download.total, sha256: sha256, file: download.path, body: nil,
-      becameDownload: false, attempts: jobs[job].attempts, effectiveURL: download.url,
+      becameDownload: false, attempts: life.attempts, effectiveURL: download.url,
       resumedFrom: download.keptPrefix)
     result.fileIdentity = FileIdentity(descriptor: download.descriptor)
-    result.transferred = jobs[job].transferred
-    if let list = built.sources {
+    result.transferred = life.transferred
+    if let list = life.sources {
       result.sources = list.used(all: download.started > 1)
     } else if download.started > 1 {
-      result.sources = [SourceBytes(url: download.url, bytes: jobs[job].transferred)]
+      result.sources = [SourceBytes(url: download.url, bytes: life.transferred)]
     }
     let writers = download.pieces.map { piece in
       PieceWriter(
@@ -414,31 +360,7 @@ extension Engine {
         // Without mirrors, the download's one source is 0.
         source: piece.source.map { download.sources[$0].listIndex ?? 0 })
     }
-    switch checkPieces(job, result, writers: writers, validator: download.validator) {
-    case .repairing:
-      return
-    case .failed(let failure):
-      complete(job, .failure(failure))
-      return
-    case .verified:
-      built.repairing = false
-    case .unchecked:
-      break
-    }
-    if let problem = SourceList.contentProblem(result, spec: built.spec) {
-      if !built.refetchedWhole {
-        // Which piece is wrong is unknown: the file is fetched again whole, as one stream.
-        built.refetchedWhole = true
-        built.segmentsOff = true
-        built.spec.resume = nil
-        built.spec.extents = []
-        enqueue(job)
-        return
-      }
-      complete(job, .failure(problem))
-      return
-    }
-    complete(job, .success(result))
+    perform([.check(result)], job, now: Self.now(), writers: writers, validator: download.validator)
   }
 
   func checkpoint(_ job: Int, _ download: SegmentedDownload, extents: [ByteExtent]) -> TransferCheckpoint {

@@ -68,6 +68,9 @@ public enum FailureClassifier {
     return TransferFailure(code: .http(status), message: message, status: status)
   }
 
+  // Which failures are worth another try: `isRetryable` on the same source, `isSourceFailure` on
+  // another one (JobLife decides with both; RetryPolicy.delay says when).
+
   /// Whether trying again may succeed: connect and DNS errors, timeouts, dropped connections,
   /// bodies that stopped short or answered another range, 408, 429 and 5xx.
   public static func isRetryable(_ failure: TransferFailure) -> Bool {
@@ -76,6 +79,20 @@ public enum FailureClassifier {
     default:
       guard let status = failure.status else { return false }
       return status == 408 || status == 429 || (500...599).contains(status)
+    }
+  }
+
+  /// Whether a failure is the source's own (another source may do better), not the task's or
+  /// this machine's.
+  static func isSourceFailure(_ failure: TransferFailure) -> Bool {
+    switch failure.code {
+    case .connect, .dns, .tls, .timeout, .network, .incomplete, .rangeMismatch, .badResponse, .protocol,
+      .tooManyRedirects, .checksumMismatch, .sizeMismatch, .curl:
+      return true
+    case .http(let status):
+      return status == 404 || status == 410 || status == 408 || status == 429 || (500...599).contains(status)
+    default:
+      return false
     }
   }
 }

@@ -45,7 +45,7 @@ public struct SourceFailure: Sendable, Equatable {
 /// Kept bytes go on to the next source only under `If-Range` with a strong ETag: a source with
 /// another version answers with the whole file, and the file starts over. A file joined from two
 /// sources whose digest fails is fetched again whole from one source before that source is blamed.
-final class SourceList {
+struct SourceList {
   let sources: [TransferSource]
   /// The source a single stream uses: the first one not set aside.
   private(set) var current = 0
@@ -75,27 +75,13 @@ final class SourceList {
   /// The sources not set aside, in order.
   var healthy: [Int] { aside.indices.filter { !aside[$0] } }
 
-  func received(_ count: Int64) { bytes[current] += count }
+  mutating func received(_ count: Int64) { bytes[current] += count }
 
   /// Bytes a segment fetched from source `index`.
-  func received(_ count: Int64, from index: Int) { bytes[index] += count }
+  mutating func received(_ count: Int64, from index: Int) { bytes[index] += count }
 
   /// A segment was asked of source `index`.
-  func ask(_ index: Int) { asked[index] = true }
-
-  /// Whether a failure is the source's own (another source may do better), not the task's or
-  /// this machine's.
-  static func isSourceFailure(_ failure: TransferFailure) -> Bool {
-    switch failure.code {
-    case .connect, .dns, .tls, .timeout, .network, .incomplete, .rangeMismatch, .badResponse, .protocol,
-      .tooManyRedirects, .checksumMismatch, .sizeMismatch, .curl:
-      return true
-    case .http(let status):
-      return status == 404 || status == 410 || status == 408 || status == 429 || (500...599).contains(status)
-    default:
-      return false
-    }
-  }
+  mutating func ask(_ index: Int) { asked[index] = true }
 
   /// What is wrong with a complete body against the expected size and digest, if anything.
   static func contentProblem(_ result: TransferResult, spec: TransferSpec) -> TransferFailure? {
@@ -123,21 +109,21 @@ final class SourceList {
 
   /// For a joined file whose digest failed, the first time: fetch it again whole from the same
   /// source (true), before that source is blamed.
-  func refetchWhole(after failure: TransferFailure, _ result: TransferResult?) -> Bool {
+  mutating func refetchWhole(after failure: TransferFailure, _ result: TransferResult?) -> Bool {
     guard failure.code == .checksumMismatch, !refetched, let result, joined(result) else { return false }
     refetched = true
     return true
   }
 
   /// Sets the current source aside for `failure`; returns the next source, or nil when none is left.
-  func setAside(_ failure: TransferFailure) -> TransferSource? {
+  mutating func setAside(_ failure: TransferFailure) -> TransferSource? {
     setAside(current, failure)
     return aside[current] ? nil : sources[current]
   }
 
   /// Sets source `index` aside for `failure` (a segment's source, or the one in use); when it was
   /// the one in use, the next healthy one after it (else before it) takes its place.
-  func setAside(_ index: Int, _ failure: TransferFailure) {
+  mutating func setAside(_ index: Int, _ failure: TransferFailure) {
     guard !aside[index] else { return }
     aside[index] = true
     failures.append(SourceFailure(url: sources[index].url, code: failure.code, message: failure.message))

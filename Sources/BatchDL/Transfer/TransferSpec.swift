@@ -252,7 +252,7 @@ public struct TransferResult: Sendable {
 }
 
 /// Why a transfer failed, with a stable code for reports (`http-404`, `timeout`, `connect`...).
-public struct TransferFailure: Error, Sendable, CustomStringConvertible {
+public struct TransferFailure: Error, Sendable, Equatable, CustomStringConvertible {
   public var code: FailureCode
   public var message: String
   public var status: Int?
