@@ -177,15 +177,15 @@ import Testing
       ([("etag", "\"v1\""), ("content-encoding", "gzip")], nil),
     ] as [([(String, String)], String?)])
   func aRangeValidatorIsStrong(fields: [(String, String)], expected: String?) {
-    #expect(Transfer.rangeValidator(of: head(200, fields))?.ifRange == expected)
+    #expect(ResumeValidator(rangeOf: head(200, fields))?.ifRange == expected)
   }
 
   /// The kinds of validator, and how the state folder keeps them.
   @Test func aValidatorIsOfAKindNotASpelling() {
-    #expect(Transfer.rangeValidator(of: head(200, [("etag", "\"v1\"")])) == .etag("\"v1\""))
+    #expect(ResumeValidator(rangeOf: head(200, [("etag", "\"v1\"")])) == .etag("\"v1\""))
     let date = "Tue, 10 Nov 2026 08:00:00 GMT"
     #expect(
-      Transfer.rangeValidator(of: head(200, [("last-modified", date), ("date", "Tue, 10 Nov 2026 08:00:05 GMT")]))
+      ResumeValidator(rangeOf: head(200, [("last-modified", date), ("date", "Tue, 10 Nov 2026 08:00:05 GMT")]))
         == .date(date))
     for validator in [ResumeValidator.etag("\"v1\""), .date(date), .digest] {
       #expect(ResumeValidator(stored: validator.stored) == validator)

@@ -12,7 +12,7 @@ import Testing
       retry: RetryPolicy(attempts: 1, backoff: .seconds(1), maxBackoff: .seconds(1)), rateLimit: nil, hostKey: "",
       hostLimit: 1, sessionKey: 0, sessionLimit: 1)
     spec.originOnlyHeaders = ["authorization", "x-api-key"]
-    spec.headerOrigin = origin
+    spec.headerOrigin = origin.flatMap { Origin(url: $0) }
     return spec
   }
 
@@ -72,7 +72,7 @@ import Testing
     case .sameOriginMirror:
       spec.url = "https://a.example/mirror/f"
     case .documentSource:
-      spec.headerOrigin = "https://doc.example"
+      spec.headerOrigin = Origin(url: "https://doc.example")
       secretGoes = false
     case .redirectElsewhere:
       spec = try spec.following("https://b.example/f", status: 302).get()

@@ -210,7 +210,7 @@ struct DescriptorRequest {
     spec.httpVersion = network.httpVersion
     spec.decodeContent = true
     spec.originOnlyHeaders = originOnly
-    spec.headerOrigin = TransferSpec.origin(of: url)
+    spec.headerOrigin = Origin(url: url)
     if let conditional { spec.conditional = .init(etag: conditional.etag, lastModified: conditional.lastModified) }
     return spec
   }

@@ -158,9 +158,9 @@ final class JobBuilder: TransferJobSource {
       // A document fetched from the network names the file's sources: the headers stay with the
       // document's origin. Else with the URL the manifest (or its list or local document) gives.
       if case .metalink(let metalink) = plan.entry(of: tasks.firstTask), metalink.isURL {
-        spec.headerOrigin = TransferSpec.origin(of: metalink.document) ?? ""
+        spec.headerOrigin = Origin(url: metalink.document) ?? .nowhere
       } else {
-        spec.headerOrigin = TransferSpec.origin(of: spec.url)
+        spec.headerOrigin = Origin(url: spec.url)
       }
     }
     spec.target = target

@@ -2,129 +2,6 @@ import CCurl
 import Dispatch
 import Foundation
 
-/// A request for the engine: what to send, and which jobs must succeed first.
-public struct TransferJob: Sendable {
-  public var spec: TransferSpec
-  /// Indices of jobs that must complete successfully before this one starts.
-  public var dependencies: [Int]
-  /// A reason found before sending (an unsafe destination): the job fails with it when its turn
-  /// comes, without a request.
-  public var failure: TransferFailure?
-  /// Asked when the job's turn comes (the network policy): go (maybe bound to an interface), wait
-  /// and ask again, or end deferred.
-  public var admission: (@Sendable () -> Admission)?
-
-  public init(spec: TransferSpec, dependencies: [Int] = [], failure: TransferFailure? = nil) {
-    self.spec = spec
-    self.dependencies = dependencies
-    self.failure = failure
-  }
-}
-
-/// The engine's jobs: how many there are, which queue each waits in and what it waits for, all
-/// known at the start; each job's transfer is built only when its turn comes, so that a run of
-/// 100,000 requests holds the transfers of the jobs in flight, not 100,000 of them.
-public protocol TransferJobSource: AnyObject {
-  var count: Int { get }
-  /// The session and host a job counts against, with their caps.
-  func queue(of job: Int) -> TransferQueue
-  /// Jobs that must succeed before this one starts.
-  func dependencies(of job: Int) -> [Int]
-  /// The job's transfer: asked once, on the engine's thread, when the job's turn comes (or when it
-  /// ends without one: a failed dependency, a cancelled run).
-  func makeJob(_ job: Int) -> TransferJob
-}
-
-/// The caps a job counts against: its session's `max_concurrent`, and per session and host
-/// `max_connections_per_host`.
-public struct TransferQueue: Sendable {
-  public var session: Int
-  public var host: String
-  public var sessionLimit: Int
-  public var hostLimit: Int
-
-  public init(session: Int, host: String, sessionLimit: Int, hostLimit: Int) {
-    self.session = session
-    self.host = host
-    self.sessionLimit = sessionLimit
-    self.hostLimit = hostLimit
-  }
-}
-
-/// What the network policy says when a job's turn comes.
-public enum Admission: Sendable {
-  case go(interface: String?)
-  /// No allowed route now; ask again in a second (within the job's budget).
-  case wait(reason: String)
-  /// Not now: the job ends with code `policy` (a deferred task, not a failure).
-  case `defer`(reason: String)
-}
-
-/// A transfer in flight, as progress displays see it.
-public struct ActiveTransfer: Sendable {
-  public var job: Int
-  public var received: Int64
-  /// The announced length, or -1.
-  public var expected: Int64
-}
-
-/// What the engine tells the run about its jobs, on the engine's thread.
-public protocol TransferObserver: AnyObject {
-  /// The final response's head arrived (after redirects).
-  func transferReceivedResponse(_ job: Int, head: ResponseHead)
-  /// A data task's body moved to a file.
-  func transferBecameDownload(_ job: Int)
-  /// An attempt failed and will be tried again after `delay`.
-  func transferWillRetry(_ job: Int, after delay: Interval, failure: TransferFailure)
-  /// A source of a download with mirrors failed and was set aside (the job goes on from the next
-  /// one, or fails when it was the last).
-  func transferSourceFailed(_ job: Int, url: String, failure: TransferFailure)
-  /// A segmented download started fetching bytes `start..<start+length` from `url` on a connection
-  /// of its own.
-  func transferSegmentStarted(_ job: Int, start: Int64, length: Int64, url: String)
-  /// A complete download's pieces failed their digests (`message` says which); they are fetched
-  /// again, the good ones stay.
-  func transferPiecesFailed(_ job: Int, pieces: [Int], urls: [String], message: String)
-  /// The job ended: it succeeded, or failed for good. `spent` is the time charged to it against
-  /// `timeouts.resource`, across runs (ms); `started` is when its turn came in this run and `ended`
-  /// now (`Engine.now()`), `started` nil when its turn never came.
-  func transferCompleted(
-    _ job: Int, outcome: Result<TransferResult, TransferFailure>, spent: Int64, started: UInt64?, ended: UInt64)
-  /// Called about ten times a second with the transfers in flight.
-  func transferTick(active: [ActiveTransfer])
-  /// Bytes that reached the disk since the last call, for checkpoints (about once a second, and
-  /// for every transfer in flight when the run is cancelled).
-  func transferCheckpoints(_ checkpoints: [TransferCheckpoint])
-  /// Returns once every earlier call has taken effect. The engine calls it before it starts the
-  /// jobs that come after one that succeeded, so that they find its file in place.
-  func settle()
-  /// Whether `transferReceivedResponse` is wanted at all (read once, when the engine starts).
-  var wantsResponses: Bool { get }
-}
-
-extension TransferObserver {
-  public var wantsResponses: Bool { true }
-  public func transferSourceFailed(_ job: Int, url: String, failure: TransferFailure) {}
-  public func transferSegmentStarted(_ job: Int, start: Int64, length: Int64, url: String) {}
-  public func transferPiecesFailed(_ job: Int, pieces: [Int], urls: [String], message: String) {}
-}
-
-/// A download's progress on disk, as a checkpoint records it.
-public struct TransferCheckpoint: Sendable {
-  public var job: Int
-  /// The partial file.
-  public var path: String
-  public var durable: Int64
-  /// What guards continuing its bytes (`If-Range`).
-  public var validator: ResumeValidator
-  public var etag: String?
-  public var lastModified: String?
-  public var total: Int64?
-  public var effectiveURL: String
-  /// A segmented download's extents on disk (`durable` is then the part from byte 0 without a gap).
-  public var extents: [ByteExtent] = []
-}
-
 /// Runs jobs on one libcurl multi handle on the calling thread (DESIGN.md): admit work up to the
 /// caps (`AdmissionControl`), perform, collect finished transfers, and carry out what each job's
 /// `JobLife` decides of them (send again, retry, switch source, repair, complete), poll.
@@ -168,17 +45,17 @@ public final class Engine {
   private let source: TransferJobSource
   var jobs: [JobState]
   var admission: AdmissionControl
-  private var timers = MinHeap<Timer>()
+  var timers = MinHeap<Timer>()
   var active: [UnsafeMutableRawPointer: Transfer] = [:]
   private var remaining: Int
   private var lastTick: UInt64 = 0
-  private var lastCheckpoint: UInt64 = 0
+  var lastCheckpoint: UInt64 = 0
   /// The durable offset last reported per job, so that unchanged checkpoints are not resent.
-  private var reported: [Int: Int64] = [:]
+  var reported: [Int: Int64] = [:]
   /// When each download was last asked to sync (absent: not yet seen by the checkpoint pass).
-  private var lastSync: [Int: UInt64] = [:]
+  var lastSync: [Int: UInt64] = [:]
   /// When each download was first seen by the checkpoint pass, and its bytes then (its rate).
-  private var firstSeen: [Int: (time: UInt64, count: Int64)] = [:]
+  var firstSeen: [Int: (time: UInt64, count: Int64)] = [:]
   /// Each session's cookie jar, DNS and TLS sessions, shared by its transfers.
   var shares: [Int: SessionShare] = [:]
   /// Handles of finished transfers, per session, kept for the session's next transfers: a new
@@ -193,7 +70,7 @@ public final class Engine {
   /// How often (ms) each download is asked to sync its bytes to disk for a checkpoint.
   public var syncInterval: UInt64 = 1000
 
-  private struct Timer: Comparable {
+  struct Timer: Comparable {
     var due: UInt64
     var job: Int
     static func < (a: Timer, b: Timer) -> Bool { (a.due, a.job) < (b.due, b.job) }
@@ -307,7 +184,7 @@ public final class Engine {
     while let job = admission.next() { start(job, now: now) }
   }
 
-  private func start(_ job: Int, now: UInt64) {
+  func start(_ job: Int, now: UInt64) {
     let built = built(job)
     let spec = built.spec
     let onDisk = !spec.extents.isEmpty && spec.resume?.total != nil && spec.target.path != nil
@@ -317,7 +194,7 @@ public final class Engine {
   }
 
   /// Sends a job's request: a transfer added to the multi handle, counted against its caps.
-  private func send(_ job: Int, budget: Interval?, interface: String?, now: UInt64) {
+  func send(_ job: Int, budget: Interval?, interface: String?, now: UInt64) {
     let built = built(job)
     if let interface { built.spec.interface = interface }
     do {
@@ -407,169 +284,6 @@ public final class Engine {
     }
   }
 
-  // MARK: - Completion
-
-  private func finish(handle: UnsafeMutableRawPointer, code: CURLcode) {
-    guard let transfer = active[handle] else { return }
-    land(transfer)
-    defer { recycle(transfer.easy, session: transfer.spec.sessionKey) }
-    noteProtocol(transfer)
-    let job = transfer.job
-    lastSync[job] = nil
-    firstSeen[job] = nil
-    if let piece = transfer.piece {
-      // A piece of a download that ended already (it failed, or went on as one stream) is dropped.
-      if let download = segmented[job] {
-        finishPiece(job, transfer, piece, download, code: code)
-        return
-      }
-      if transfer.isRangedPiece { return }
-    }
-    let cancelled = cancelled.isSet
-    var end: JobLife.AttemptEnd
-    if code == CURLE_OK, !cancelled, let location = transfer.redirect {
-      end = JobLife.AttemptEnd(.failure(TransferFailure(code: .tooManyRedirects, message: "")))
-      end.redirect = (location, transfer.head.status)
-    } else {
-      jobs[job].life.received(transfer.bodyBytesReceived)
-      let life = jobs[job].life
-      end = JobLife.AttemptEnd(transfer.outcome(code, attempts: life.attempts, transferred: life.transferred))
-      end.cancelled = cancelled
-      end.bodyBytes = transfer.bodyBytesReceived
-      end.responseComplete = transfer.parser.complete
-      end.multiplexed = Self.mayMultiplex(transfer.spec) || admission.multiplexedHosts.contains(transfer.spec.hostKey)
-      end.retryAfterSeconds = Int64(transfer.easy.info(offset: CURLINFO_RETRY_AFTER))
-      end.resumePoint = transfer.resumePoint
-      end.wroteFile = transfer.fileSink != nil
-    }
-    perform(jobs[job].life.attemptEnded(end, now: Self.now()), job, now: Self.now(), transfer: transfer, end: end)
-  }
-
-  /// Carries out what a job's life decided, in order. `transfer` and `end`: the attempt of one
-  /// stream the decision came from.
-  func perform(
-    _ actions: [JobLife.Action], _ job: Int, now: UInt64, transfer: Transfer? = nil, end: JobLife.AttemptEnd? = nil,
-    writers: [PieceWriter] = [], validator: ResumeValidator = .digest
-  ) {
-    for action in actions {
-      switch action {
-      case .sourceFailed(let url, let failure):
-        observer?.transferSourceFailed(job, url: url, failure: failure)
-      case .piecesFailed(let pieces, let urls, let message):
-        observer?.transferPiecesFailed(job, pieces: pieces, urls: urls, message: message)
-      case .willRetry(let delay, let failure):
-        observer?.transferWillRetry(job, after: delay, failure: failure)
-      case .send(let budget, let interface):
-        send(job, budget: budget, interface: interface, now: now)
-      case .resumeSegments:
-        let spec = built(job).spec
-        guard let resume = spec.resume, let total = resume.total, let path = spec.target.path else { continue }
-        continueSegmented(job, path: path, total: total, validator: resume.validator, now: now)
-      case .askPolicyAgain(let due):
-        timers.push(Timer(due: due, job: job))
-      case .follow(let location, let status):
-        let built = built(job)
-        switch built.spec.following(location, status: status) {
-        case .success(let next):
-          built.spec = next
-          start(job, now: Self.now())
-        case .failure(let failure):
-          perform(jobs[job].life.redirectRefused(failure), job, now: now)
-        }
-      case .sendAgain(let fromStart):
-        if fromStart { built(job).spec.resume = nil }
-        enqueue(job)
-      case .restartWhole:
-        let built = built(job)
-        built.spec.resume = nil
-        built.spec.extents = []
-        enqueue(job)
-      case .check(let result):
-        let spec = built(job).spec
-        let writers =
-          end != nil
-          ? [PieceWriter(extent: ByteExtent(start: 0, end: result.size), source: jobs[job].life.sources?.current ?? 0)]
-          : writers
-        let pieces =
-          cancelled.isSet
-          ? PieceVerdict.unchecked
-          : PieceVerdict(result, spec: spec, writers: writers, validator: transfer?.validator ?? validator)
-        var problem: TransferFailure?
-        if case .failed = pieces {
-        } else if case .bad = pieces {
-        } else {
-          problem = SourceList.contentProblem(result, spec: spec)
-        }
-        perform(
-          jobs[job].life.contentChecked(result, pieces: pieces, problem: problem, end: end, now: Self.now()), job,
-          now: now, transfer: transfer, end: end)
-      case .retry(let due, let resume):
-        let built = built(job)
-        built.spec.resume = resume
-        built.spec.conditional = nil
-        timers.push(Timer(due: due, job: job))
-      case .switchSource(let next, let resume, let extents):
-        let built = built(job)
-        built.spec.resume = resume
-        if let extents {
-          built.spec.extents = extents
-          built.spec.rangeEnd = nil
-        }
-        switchSource(job, to: next)
-      case .repair(let repair):
-        let built = built(job)
-        if let next = repair.source {
-          built.spec.url = next.url
-          built.spec.hostKey = next.hostKey
-          built.spec.sourceHeaders = next.headers
-        }
-        built.spec.extents = repair.kept
-        built.spec.rangeEnd = nil
-        built.spec.conditional = nil
-        built.spec.resume = repair.resume
-        built.repairBlame = repair.blame
-        requeue(job)
-      case .keepPartial:
-        if let transfer, let sink = transfer.fileSink, let point = checkpoint(transfer, durable: sink.syncNow()) {
-          observer?.transferCheckpoints([point])
-        }
-      case .complete(let outcome):
-        if case .success = outcome, let transfer, end != nil { announce(transfer) }
-        complete(job, outcome)
-      }
-    }
-  }
-
-  /// Goes on from the next source: its own retries and the caps of its host (the kept bytes are
-  /// the life's to decide: `JobLife`).
-  func switchSource(_ job: Int, to next: TransferSource) {
-    let built = built(job)
-    built.spec.conditional = nil
-    built.spec.url = next.url
-    built.spec.hostKey = next.hostKey
-    built.spec.sourceHeaders = next.headers
-    requeue(job)
-  }
-
-  /// Whether a request may go over HTTP/2 and be sent again safely: before the first response of
-  /// its host says so, its first requests may already have shared a connection that a GOAWAY
-  /// ended. Only a GET or HEAD: whether an unknown server processed anything else is not known.
-  static func mayMultiplex(_ spec: TransferSpec) -> Bool {
-    let method = spec.method.uppercased()
-    guard method == "GET" || method == "HEAD" else { return false }
-    return spec.httpVersion == .http2 || (spec.httpVersion == .auto && spec.url.utf8.starts(with: "https:".utf8))
-  }
-
-  /// Queues a job again on the host of its spec's URL.
-  func requeue(_ job: Int) {
-    let built = built(job)
-    jobs[job].key = admission.queue(
-      TransferQueue(
-        session: built.spec.sessionKey, host: built.spec.hostKey, sessionLimit: built.spec.sessionLimit,
-        hostLimit: built.spec.hostLimit))
-    enqueue(job)
-  }
-
   /// A transfer with its session's share, added to the multi handle: on a spare handle of the
   /// session when one takes the receive buffer (`EasyHandle.accepts`), else on a new one.
   func makeTransfer(_ job: Int, spec: TransferSpec, timeout: Interval?) throws -> Transfer {
@@ -634,7 +348,7 @@ public final class Engine {
   }
 
   /// Reports a transfer's response head and its switch to a download, once each.
-  private func announce(_ transfer: Transfer) {
+  func announce(_ transfer: Transfer) {
     if !transfer.announced && transfer.parser.complete && transfer.head.isSuccess {
       transfer.announced = true
       if reportsResponses { observer?.transferReceivedResponse(transfer.job, head: transfer.head) }
@@ -647,7 +361,7 @@ public final class Engine {
   }
 
   /// Keeps a finished transfer's handle for the session's next one (at most `globalLimit` each).
-  private func recycle(_ easy: EasyHandle, session: Int) {
+  func recycle(_ easy: EasyHandle, session: Int) {
     guard spareHandles[session, default: []].count < globalLimit else { return }
     easy.reset()
     spareHandles[session, default: []].append(easy)
@@ -656,103 +370,11 @@ public final class Engine {
   /// Once per transfer, when its final response head is complete: a host that answered a session
   /// over HTTP/2 carries that session's requests as streams of shared connections, and its queue
   /// is no longer held to `max_connections_per_host` requests at once (`AdmissionControl`).
-  private func noteProtocol(_ transfer: Transfer) {
+  func noteProtocol(_ transfer: Transfer) {
     guard !transfer.versionSeen, transfer.parser.complete else { return }
     transfer.versionSeen = true
     guard transfer.head.version == "HTTP/2" else { return }
     admission.multiplexed(session: transfer.spec.sessionKey, host: transfer.spec.hostKey)
-  }
-
-  /// Keeps checkpoints close behind the network: each resumable download is asked to sync every
-  /// `syncInterval` ms, and what reached the disk is reported at most every 250 ms, so that a kill
-  /// loses about a second of transfer at most. A sync is left out when the download should end
-  /// within a quarter of the interval: its result will replace the checkpoint. (A trigger on
-  /// unsynced bytes would sync without pause at loopback speeds, and cost more than it saves.)
-  private func checkpoint(now: UInt64) {
-    var points: [TransferCheckpoint] = []
-    var downloads: [SegmentedDownload] = []
-    for (job, download) in segmented {
-      _ = download.applySynced()
-      if now &- download.lastHash >= 20 {
-        download.lastHash = now
-        download.advanceHash()
-      }
-      let extents = download.syncedExtents
-      if extents != download.reported {
-        points.append(checkpoint(job, download, extents: extents))
-        downloads.append(download)
-      }
-      if now &- download.lastSync >= syncInterval {
-        download.lastSync = now
-        download.requestSync(positions: download.pieces.map { $0.transfer?.fileSink?.handedOver ?? $0.next })
-      }
-    }
-    for transfer in active.values where transfer.piece == nil {
-      guard let sink = transfer.fileSink, transfer.validator != nil else { continue }
-      let durable = sink.durable
-      if durable > (reported[transfer.job] ?? 0), let point = checkpoint(transfer, durable: durable) {
-        points.append(point)
-      }
-      // The first sync comes one interval after the transfer starts: a file that finishes sooner
-      // never pays for one.
-      guard let last = lastSync[transfer.job] else {
-        lastSync[transfer.job] = now
-        firstSeen[transfer.job] = (now, sink.count)
-        continue
-      }
-      if sink.count > durable, now &- last >= syncInterval, !endsSoon(transfer, sink: sink, now: now) {
-        lastSync[transfer.job] = now
-        sink.requestSync()
-      }
-    }
-    guard !points.isEmpty, now &- lastCheckpoint >= 250 else { return }
-    lastCheckpoint = now
-    for point in points { reported[point.job] = point.durable }
-    for download in downloads { download.reported = download.syncedExtents }
-    observer?.transferCheckpoints(points)
-  }
-
-  /// Whether, at its rate so far, a download of known length ends within a quarter of `syncInterval`.
-  private func endsSoon(_ transfer: Transfer, sink: FileSink, now: UInt64) -> Bool {
-    guard let total = transfer.totalLength, let seen = firstSeen[transfer.job], now > seen.time else { return false }
-    let rate = Double(sink.count - seen.count) / Double(now - seen.time)
-    guard rate > 0 else { return false }
-    return Double(total - sink.count) / rate < Double(syncInterval) / 4
-  }
-
-  private func checkpoint(_ transfer: Transfer, durable: Int64) -> TransferCheckpoint? {
-    guard let sink = transfer.fileSink, let validator = transfer.validator, durable > 0 else { return nil }
-    let head = transfer.head
-    return TransferCheckpoint(
-      job: transfer.job, path: sink.path, durable: durable, validator: validator, etag: head.strongETag,
-      lastModified: head["last-modified"], total: transfer.totalLength,
-      effectiveURL: transfer.easy.info(string: CURLINFO_EFFECTIVE_URL) ?? transfer.spec.url)
-  }
-
-  /// Stops every transfer in flight, after syncing what each wrote and reporting it as a checkpoint.
-  private func abortAll() {
-    var points: [TransferCheckpoint] = []
-    for transfer in active.values {
-      multi.remove(transfer.easy)
-      if let piece = transfer.piece {
-        // A segmented download's first stream: its buffers go to the file before the sync below.
-        if let sink = transfer.fileSink {
-          _ = sink.syncNow()
-          piece.next = max(piece.next, min(sink.count, piece.end))
-        }
-        continue
-      }
-      if let sink = transfer.fileSink, let point = checkpoint(transfer, durable: sink.syncNow()) {
-        points.append(point)
-      }
-    }
-    for (job, download) in segmented {
-      download.syncNow()
-      points.append(checkpoint(job, download, extents: download.syncedExtents))
-    }
-    if !points.isEmpty { observer?.transferCheckpoints(points) }
-    active.removeAll()
-    admission.endedAll()
   }
 
   /// Jobs that had not finished when the run was cancelled.

@@ -5,12 +5,6 @@ extension TransferSpec {
   /// Whether batchdl, not libcurl, follows this request's redirects.
   var followsRedirectsItself: Bool { !originOnlyHeaders.isEmpty }
 
-  /// `scheme://authority` of a URL, normalized; nil when it does not parse.
-  static func origin(of url: String) -> String? {
-    guard case .success(let normalized) = URLNormalizer().normalize(url) else { return nil }
-    return normalized.scheme + "://" + normalized.authority
-  }
-
   /// The header lines this request sends to its URL: all of them at the origin they were given
   /// for, and none of `originOnlyHeaders` anywhere else. The one rule for every path: a first
   /// request, a resume, a retry, a segment, a mirror, a repair, a source a document names.
@@ -25,11 +19,7 @@ extension TransferSpec {
   /// The session's and the task's headers this URL gets: all at their origin, else without
   /// `originOnlyHeaders`.
   private var headersForOrigin: [String] {
-    guard !originOnlyHeaders.isEmpty, let origin = headerOrigin else { return headers }
-    // A planned URL is in normal form: at its own origin it starts with it, told without parsing.
-    let sameOrigin =
-      url.utf8.starts(with: origin.utf8) && url.utf8.dropFirst(origin.utf8.count).first == UInt8(ascii: "/")
-    guard !sameOrigin, Self.origin(of: url) != origin else { return headers }
+    guard !originOnlyHeaders.isEmpty, let origin = headerOrigin, !origin.owns(url) else { return headers }
     return headers.filter { !originOnlyHeaders.contains(Self.headerName($0)) }
   }
 

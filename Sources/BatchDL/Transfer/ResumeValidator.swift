@@ -49,3 +49,23 @@ public enum ResumeValidator: Sendable, Equatable, Hashable {
   /// The text the state folder keeps (`init(stored:)` reads it back).
   public var stored: String { ifRange ?? "" }
 }
+
+extension ResumeValidator {
+  /// A head's validator for `If-Range`: its strong `ETag`; else its `Last-Modified` when that is
+  /// strong, at least a second before its `Date` (RFC 9110 8.8.2.2: a file changed within the
+  /// second it was sent in keeps the same date, and 13.1.5 allows no weak validator in `If-Range`);
+  /// nil when the body is encoded, the tag weak, or the date weak or without a `Date` to tell.
+  init?(rangeOf head: ResponseHead) {
+    guard head.isSuccess, head.encoding == nil else { return nil }
+    if let tag = head.strongETag {
+      self = .etag(tag)
+      return
+    }
+    if head["etag"] != nil { return nil }
+    guard let modified = head["last-modified"], let sent = head["date"],
+      let modifiedAt = HTTPDate.parse(modified), let sentAt = HTTPDate.parse(sent),
+      sentAt.timeIntervalSince(modifiedAt) >= 1
+    else { return nil }
+    self = .date(modified)
+  }
+}

@@ -238,17 +238,11 @@ final class Transfer {
           return nil
         }
       }
-      if let spill, Self.matches(spill, head: parser.head) {
+      if let spill, spill.matches(parser.head) {
         guard memory.spillNow() else { return nil }
       }
       return memory
     }
-  }
-
-  static func matches(_ spill: TransferSpec.Spill, head: ResponseHead) -> Bool {
-    if let type = head.mediaType, spill.contentTypes.contains(where: { $0.lowercased() == type }) { return true }
-    if let limit = spill.largerThan, let length = head.contentLength, length > limit { return true }
-    return false
   }
 
   /// Where the next attempt could continue: the bytes this one wrote, when the response can be
@@ -262,22 +256,7 @@ final class Transfer {
 
   /// The response's validator for `If-Range`: a strong ETag, else a strong Last-Modified; nil
   /// when the body is encoded or the validators are weak.
-  var validator: ResumeValidator? { Self.rangeValidator(of: parser.head) }
-
-  /// A head's validator for `If-Range`: its strong `ETag`; else its `Last-Modified` when that is
-  /// strong, at least a second before its `Date` (RFC 9110 8.8.2.2: a file changed within the
-  /// second it was sent in keeps the same date, and 13.1.5 allows no weak validator in `If-Range`);
-  /// nil when the body is encoded, the tag weak, or the date weak or without a `Date` to tell.
-  static func rangeValidator(of head: ResponseHead) -> ResumeValidator? {
-    guard head.isSuccess, head.encoding == nil else { return nil }
-    if let tag = head.strongETag { return .etag(tag) }
-    if head["etag"] != nil { return nil }
-    guard let modified = head["last-modified"], let sent = head["date"],
-      let modifiedAt = HTTPDate.parse(modified), let sentAt = HTTPDate.parse(sent),
-      sentAt.timeIntervalSince(modifiedAt) >= 1
-    else { return nil }
-    return .date(modified)
-  }
+  var validator: ResumeValidator? { ResumeValidator(rangeOf: parser.head) }
 
   /// The full length of the resource, as the admitted response gives it (or the checkpoint).
   var totalLength: Int64? {

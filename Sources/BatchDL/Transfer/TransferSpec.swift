@@ -121,12 +121,12 @@ public struct TransferSpec: Sendable {
   /// values from `${VAR}`): when there are any, batchdl follows redirects itself and drops them
   /// when a redirect leaves the origin.
   public var originOnlyHeaders: Set<String> = []
-  /// The origin (`scheme://host[:port]`, normalized) those headers were given for: the URL the
+  /// The origin those headers were given for: the URL the
   /// manifest names for the request, or the document's for a file a document fetched from the
   /// network names. A request to any other URL (a mirror, a source a document lists, a redirect)
   /// goes without them. The job builder sets it for every request with such headers; nil (a spec
   /// made elsewhere) leaves them to `following`, which drops them when a redirect leaves the origin.
-  public var headerOrigin: String?
+  public var headerOrigin: Origin?
   /// Header lines of the source in use alone (a mirror's own `headers:`): sent to it beside the
   /// others, replacing those of the same name; secret ones are dropped by a redirect that leaves
   /// its origin.
@@ -268,4 +268,13 @@ public struct TransferFailure: Error, Sendable, Equatable, CustomStringConvertib
   }
 
   public var description: String { "\(code): \(message)" }
+}
+
+extension TransferSpec.Spill {
+  /// Whether a response makes a data task a download: its type is listed, or it is larger than the limit.
+  func matches(_ head: ResponseHead) -> Bool {
+    if let type = head.mediaType, contentTypes.contains(where: { $0.lowercased() == type }) { return true }
+    if let limit = largerThan, let length = head.contentLength, length > limit { return true }
+    return false
+  }
 }
