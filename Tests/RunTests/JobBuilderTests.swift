@@ -1,90 +1,7 @@
 import Foundation
-import TestSupport
 import Testing
 
 @testable import BatchDL
-
-/// Plans `yaml` in a new folder; fails the test when it does not plan.
-func planned(_ yaml: String, files: [String: String] = [:]) throws -> (folder: TemporaryDirectory, plan: Plan) {
-  let (folder, result) = ManifestFixture.plan(yaml, files: files)
-  return (folder, try result.get())
-}
-
-/// The request whose first task has id `id`.
-func request(_ plan: Plan, id: String) throws -> PlannedRequest {
-  try #require(plan.requests.first { plan.id(of: plan.tasks[Int($0.firstTask)]) == id })
-}
-
-@Suite struct DestinationTests {
-  static let yaml = """
-    version: 1
-    sessions:
-      s:
-        dest: out
-        tasks:
-          - data: http://h.test/a
-            to: a-data.json
-          - download: http://h.test/a
-            to: a.bin
-          - data: http://h.test/b
-            to: b.json
-            become_download: {larger_than: 1MB}
-          - data: http://h.test/c
-            to: c.json
-          - data: http://h.test/d
-    """
-
-  @Test func theOwnerIsTheFirstDownloadElseADataTaskThatMayBecomeOne() throws {
-    let (folder, plan) = try planned(Self.yaml)
-    let a = try request(plan, id: "out/a-data.json")
-    let owner = try #require(plan.owner(of: a))
-    #expect(plan.id(of: owner) == "out/a.bin")
-    #expect(plan.absoluteDestination(of: owner) == folder.path + "/out/a.bin")
-    #expect(plan.partialPath(of: a) == folder.path + "/out/a.bin.batchdl-part")
-    let b = try request(plan, id: "out/b.json")
-    #expect(plan.owner(of: b).map(plan.id(of:)) == "out/b.json")
-    // A data task's body stays in memory and is written whole: no partial file.
-    #expect(plan.owner(of: try request(plan, id: "out/c.json")) == nil)
-    #expect(plan.partialPath(of: try request(plan, id: "out/c.json")) == nil)
-    #expect(plan.owner(of: try request(plan, id: "http://h.test/d")) == nil)
-  }
-}
-
-@Suite struct FilePlacerTests {
-  @Test func itMakesFoldersAndWritesAndCopiesFilesWhole() throws {
-    let (folder, plan) = try planned(
-      "version: 1\nsessions:\n  s:\n    dest: out\n    tasks:\n      - download: http://h.test/x\n        to: deep/x.bin\n"
-    )
-    let task = plan.tasks[0]
-    let placer = FilePlacer(plan: plan, stateFolder: nil)
-    let path = try #require(plan.absoluteDestination(of: task))
-    let made = try placer.prepare(path, for: task)
-    #expect(made == folder.path + "/out/deep")
-    _ = try placer.write(Array("hello".utf8), to: path, folder: made, naming: "deep/x.bin")
-    #expect(folder.read("out/deep/x.bin") == "hello")
-    try FilePlacer.copy(path, to: path + ".copy")
-    #expect(folder.read("out/deep/x.bin.copy") == "hello")
-    #expect(!folder.exists("out/deep/x.bin.copy.batchdl-part"))
-    placer.close()
-  }
-
-  @Test func aSymbolicLinkOutOfDestIsRefused() throws {
-    let outside = TemporaryDirectory()
-    let (folder, plan) = try planned(
-      "version: 1\nsessions:\n  s:\n    dest: out\n    tasks:\n      - download: http://h.test/x\n        to: link/x.bin\n"
-    )
-    try FileManager.default.createDirectory(atPath: folder.path + "/out", withIntermediateDirectories: true)
-    try FileManager.default.createSymbolicLink(atPath: folder.path + "/out/link", withDestinationPath: outside.path)
-    let task = plan.tasks[0]
-    let path = try #require(plan.absoluteDestination(of: task))
-    #expect(throws: TransferFailure.self) { try FilePlacer(plan: plan, stateFolder: nil).prepare(path, for: task) }
-    do {
-      try FilePlacer(plan: plan, stateFolder: nil).prepare(path, for: task)
-    } catch {
-      #expect(error.code == .unsafePath)
-    }
-  }
-}
 
 @Suite struct JobBuilderTests {
   static let yaml = """
@@ -156,41 +73,5 @@ func request(_ plan: Plan, id: String) throws -> PlannedRequest {
     #expect(job.spec.resume == TransferSpec.Resume(offset: 4096, validator: .etag("\"v1\""), total: 9000))
     #expect(job.spec.spentBefore == 1234)
     #expect(job.failure == nil)
-  }
-}
-
-@Suite struct StateRecorderTests {
-  @Test func resultsAreRecordedAndEphemeralSessionsRecordNothing() throws {
-    let (folder, plan) = try planned(
-      """
-      version: 1
-      sessions:
-        kept:
-          tasks:
-            - download: http://h.test/a
-        gone:
-          kind: ephemeral
-          tasks:
-            - download: http://h.test/b
-      """)
-    _ = folder
-    let state = StateFolder(option: nil, manifest: plan.manifest)
-    let recorder = StateRecorder(plan: plan, redactor: Redactor())
-    let kept = try request(plan, id: "a")
-    let gone = try request(plan, id: "b")
-    #expect(!recorder.persists(kept))
-    recorder.open(try state.openStore(), prior: PriorState(), warn: { Issue.record("\($0)") })
-    #expect(recorder.persists(kept) && !recorder.persists(gone))
-    for request in [kept, gone] {
-      let task = plan.tasks[Int(request.firstTask)]
-      let result = TaskResult(
-        id: plan.id(of: task), session: "", kind: .download, url: "", to: nil, outcome: .completed, size: 1)
-      recorder.remember(task, result, request: request, head: nil)
-      recorder.spent(10, attempts: 1, on: request)
-    }
-    recorder.flush(force: true)
-    recorder.close()
-    let store = try #require(try state.openStore(readOnly: true))
-    #expect(Set(try store.results().ids) == ["a"])
   }
 }
