@@ -167,11 +167,20 @@ import Testing
       """)
     let process = Process()
     process.executableURL = URL(fileURLWithPath: BinaryRunner.executable)
-    process.arguments = ["run", "manifest.yaml", "--progress", "never", "--report", "report.json"]
+    process.arguments = [
+      "run", "manifest.yaml", "--progress", "never", "--report", "report.json", "--events", "events.jsonl",
+    ]
     process.currentDirectoryURL = URL(fileURLWithPath: folder.path)
     process.standardOutput = FileHandle.nullDevice
     try process.run()
-    usleep(1_500_000)
+    // The server comes up once the impatient task has ended and the patient one has found nothing
+    // listening (its events say so), however long a loaded machine takes to get there.
+    let refusedBoth = Poll.until {
+      let events = Poll.jsonLines(folder.path + "/events.jsonl")
+      return events.contains { $0["event"] as? String == "completed" && $0["session"] as? String == "impatient" }
+        && events.contains { $0["event"] as? String == "retrying" && $0["task"] as? String == "late.txt" }
+    }
+    #expect(refusedBoth, "\(folder.read("events.jsonl") ?? "no events")")
     let server = try TestHTTPServer(port: port)
     defer { server.stop() }
     server.route("/late.txt", .text("finally up\n"))

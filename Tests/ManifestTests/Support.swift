@@ -85,3 +85,8 @@ let minimal = """
 func minimal(adding lines: String) -> String {
   minimal + lines.split(separator: "\n").map { "    " + $0 + "\n" }.joined()
 }
+
+/// The diagnostics as `LINE:COLUMN: severity: message`.
+func rendered(_ document: MetalinkDocument) -> [String] {
+  document.diagnostics.map { "\($0.mark.line):\($0.mark.column): \($0.severity.rawValue): \($0.message)" }
+}
