@@ -7,40 +7,40 @@ import Foundation
 /// It is never shared: the runner sends it to the relay (`ObserverRelay.init(_:)` takes it as
 /// `sending`) and gets it back from `stop()`, so the compiler sees that one thread at a time owns it.
 final class RunBookkeeper: TransferObserver {
-  private let plan: Plan
-  private let options: RunOptions
+  let plan: Plan
+  let options: RunOptions
   private let state: StateFolder
-  private let redactor: Redactor
-  private let display: ProgressDisplay
-  private var eventLog: EventLog?
+  let redactor: Redactor
+  let display: ProgressDisplay
+  var eventLog: EventLog?
   /// The report's head (manifest, shard, requests, time); its tasks are in `results`.
   private var report: RunReport
   /// Every task's result so far, compact until the report is written.
-  private var results = ResultTable()
+  var results = ResultTable()
   /// Requests of this run (plan order, this shard).
   private let requests: [Int32]
   /// The request of each engine job (requests that are not unchanged).
-  private var jobRequests: [Int32] = []
-  private var pendingPerSession: [Int: Int] = [:]
-  private var summaries: [Int: RunSummary] = [:]
+  var jobRequests: [Int32] = []
+  var pendingPerSession: [Int: Int] = [:]
+  var summaries: [Int: RunSummary] = [:]
   /// Requests each session sends in this run (`RunSummary.requests`): those neither unchanged nor
   /// answered by the HTTP cache.
-  private var requestsPerSession: [Int: Int] = [:]
-  private let start = Engine.now()
+  var requestsPerSession: [Int: Int] = [:]
+  let start = Engine.now()
   /// Seconds into the run when the turn of the job whose end is being recorded came, and when the
   /// engine saw it end: `base` gives them to the job's tasks (the report's `started` and
   /// `seconds`), so that a report's times are the engine's, not those of this thread, which takes
   /// the engine's calls a few milliseconds late.
-  private var jobTimes: (started: Double?, ended: Double)?
-  private var prior = PriorState()
+  var jobTimes: (started: Double?, ended: Double)?
+  var prior = PriorState()
   /// Records results, checkpoints and budgets in the state folder.
-  private let recorder: StateRecorder
+  let recorder: StateRecorder
   /// Cached responses being revalidated, by request index: a 304 serves them.
-  private var revalidating: [Int32: CachedResponse] = [:]
+  var revalidating: [Int32: CachedResponse] = [:]
   /// Makes folders and puts files in place.
-  private let placer: FilePlacer
+  let placer: FilePlacer
   /// The sessions' HTTP caches (data tasks).
-  private let caches: SessionCaches
+  let caches: SessionCaches
 
   init(plan: Plan, options: RunOptions, state: StateFolder, requests: [Int32]) {
     self.plan = plan
@@ -358,339 +358,4 @@ final class RunBookkeeper: TransferObserver {
       if let partial = plan.partialPath(of: plan.requests[Int(index)]) { unlink(partial) }
     }
   }
-
-  // MARK: - Events
-
-  /// The event is only made when there is an event log.
-  private func emit(_ event: @autoclosure () -> RunEvent) {
-    eventLog?.record(event())
-  }
-
-  private func id(_ task: PlannedTask) -> String { redactor.text(plan.id(of: task)) }
-
-  func request(ofJob job: Int) -> PlannedRequest { plan.requests[Int(jobRequests[job])] }
-
-  public func transferReceivedResponse(_ job: Int, head: ResponseHead) {
-    let resumedFrom = head.status == 206 ? ContentRange(head["content-range"] ?? "")?.start : nil
-    for task in plan.tasks(of: request(ofJob: job)) {
-      emit(
-        .response(
-          task: id(task), status: head.status, contentType: head["content-type"], contentLength: head.contentLength,
-          proto: head.version))
-      if let resumedFrom { emit(.resumed(task: id(task), offset: resumedFrom)) }
-    }
-  }
-
-  /// Response heads only make events.
-  public var wantsResponses: Bool { eventLog != nil }
-
-  public func transferBecameDownload(_ job: Int) {
-    for task in plan.tasks(of: request(ofJob: job)) where plan.becomeDownload(of: task) != nil {
-      emit(.becameDownload(task: id(task), to: redactor.text(plan.destination(of: task) ?? "")))
-    }
-  }
-
-  public func transferSourceFailed(_ job: Int, url: String, failure: TransferFailure) {
-    let tasks = plan.tasks(of: request(ofJob: job))
-    let url = redactor.url(url)
-    let message = redactor.text(failure.message)
-    for task in tasks {
-      emit(.sourceFailed(task: id(task), url: url, code: failure.code.rawValue, message: message))
-    }
-    display.note("source \(url) of \(id(tasks.firstTask)) set aside: \(failure.code): \(message)")
-  }
-
-  public func transferSegmentStarted(_ job: Int, start: Int64, length: Int64, url: String) {
-    let url = redactor.url(url)
-    for task in plan.tasks(of: request(ofJob: job)) {
-      emit(.segment(task: id(task), start: start, length: length, url: url))
-    }
-  }
-
-  public func transferPiecesFailed(_ job: Int, pieces: [Int], urls: [String], message: String) {
-    let tasks = plan.tasks(of: request(ofJob: job))
-    let urls = urls.map(redactor.url)
-    let message = redactor.text(message)
-    for task in tasks {
-      emit(.piecesFailed(task: id(task), pieces: pieces, urls: urls, message: message))
-    }
-    display.note("\(id(tasks.firstTask)): \(message); fetching them again")
-  }
-
-  public func transferWillRetry(_ job: Int, after delay: Interval, failure: TransferFailure) {
-    let tasks = plan.tasks(of: request(ofJob: job))
-    for task in tasks {
-      emit(
-        .retrying(
-          task: id(task), attempt: failure.attempts, delay: delay, code: failure.code.rawValue,
-          message: redactor.text(failure.message)))
-    }
-    display.note(
-      "retrying \(id(tasks.firstTask)) in \(delay) after attempt \(failure.attempts): \(failure.code): \(redactor.text(failure.message))"
-    )
-  }
-
-  /// Every call takes effect before it returns.
-  public func settle() {}
-
-  public func transferTick(active: [ActiveTransfer]) {
-    recorder.flush()
-    display.tick(
-      active: active.map {
-        .init(name: id(plan.tasks[Int(request(ofJob: $0.job).firstTask)]), received: $0.received, expected: $0.expected)
-      })
-    if eventLog != nil {
-      for transfer in active {
-        let task = plan.tasks[Int(request(ofJob: transfer.job).firstTask)]
-        emit(
-          .progress(
-            task: id(task), bytes: transfer.received, expected: transfer.expected >= 0 ? transfer.expected : nil))
-      }
-    }
-  }
-
-  public func transferCompleted(
-    _ job: Int, outcome: Result<TransferResult, TransferFailure>, spent: Int64, started: UInt64?, ended: UInt64
-  ) {
-    jobTimes = (offset(started), offset(ended))
-    defer { jobTimes = nil }
-    let request = request(ofJob: job)
-    let tasks = plan.tasks(of: request)
-    switch outcome {
-    case .failure(let failure) where failure.code == .policy:
-      for task in tasks {
-        var result = failed(task, failure)
-        result.outcome = .deferred
-        record(result)
-        recorder.remember(task, result, request: request, head: nil)
-      }
-    case .failure(let failure):
-      for task in tasks {
-        let result = failed(task, failure)
-        record(result)
-        recorder.remember(task, result, request: request, head: nil)
-      }
-      recorder.spent(spent, attempts: failure.attempts, on: request)
-      // Keep the partial file only while a checkpoint can continue it.
-      if !recorder.hasCheckpoint(request) {
-        if let partial = plan.partialPath(of: request) { unlink(partial) }
-      }
-    case .success(let result) where result.notModified && revalidating[jobRequests[job]] != nil:
-      if let cached = revalidating[jobRequests[job]] {
-        let refreshed =
-          (try? caches.cache(for: request)?.refresh(key: request.key.description, head: result.head)) ?? nil
-        serve(refreshed ?? cached, for: request, source: "not-modified", attempts: result.attempts)
-      }
-    case .success(let result) where result.notModified:
-      for task in tasks {
-        var unchanged = base(task)
-        let stored = prior.results.entry(for: task, in: plan)
-        unchanged.outcome = .unchanged
-        unchanged.status = result.head.status
-        unchanged.httpVersion = result.head.version
-        unchanged.size = stored?.size
-        unchanged.sha256 = stored.flatMap(prior.results.sha256(of:))
-        unchanged.attempts = result.attempts
-        unchanged.source = "not-modified"
-        record(unchanged)
-        recorder.rechecked(task, request: request)
-      }
-    case .success(let received):
-      let result = received.withDigest()
-      if let cache = caches.cache(for: request), let body = result.body {
-        var head = result.head
-        // The body is stored as received by the task: decoded, at its own length.
-        head.fields.removeAll { $0.name == "content-encoding" || $0.name == "content-length" }
-        do {
-          try cache.store(
-            key: request.key.description, url: redactor.url(plan.url(of: request)), head: head, body: body)
-        } catch {
-          display.problem("warning: cannot cache \(redactor.url(plan.url(of: request))): \(error)")
-        }
-      }
-      place(result, for: tasks, request: request)
-      recorder.finished(request)
-    }
-    recorder.flush()
-  }
-
-  public func transferCheckpoints(_ checkpoints: [TransferCheckpoint]) {
-    recorder.record(checkpoints.map { (request(ofJob: $0.job), $0) })
-  }
-
-  /// Completes a request's tasks from a cached response, without (or after a 304 to) a request.
-  private func serve(_ cached: CachedResponse, for request: PlannedRequest, source: String, attempts: Int = 0) {
-    let sha256 = SHA256.hash(data: cached.body).hexString
-    for task in plan.tasks(of: request) {
-      var result = base(task)
-      result.outcome = .completed
-      result.status = cached.status
-      result.size = Int64(cached.body.count)
-      result.sha256 = sha256
-      result.attempts = attempts
-      result.source = source
-      if let destination = plan.destination(of: task) {
-        do {
-          let path = plan.absolute(destination)
-          try placer.prepare(path, for: task)
-          try AtomicFile.write(cached.body, to: path)
-          emit(.finished(task: result.id, to: result.to ?? ""))
-        } catch {
-          record(failed(task, TransferFailure(code: .write, message: "cannot write \(destination): \(error)")))
-          continue
-        }
-      }
-      record(result)
-    }
-  }
-
-  /// Whether anything reads a task's result for its text (id, URL, destination): the event log, or
-  /// the lines on the terminal (a quiet run only prints failures). The report makes them again from
-  /// the plan.
-  private var describesTasks: Bool { eventLog != nil || !options.quiet }
-
-  /// A task's result before its outcome is known; without `described`, its id, URL and `to` are
-  /// left empty (see `describesTasks`): a run of 100,000 small files spends less that way.
-  private func base(_ task: PlannedTask, described: Bool = true) -> TaskResult {
-    var result = TaskResult(
-      id: described ? id(task) : "", session: plan.manifest.sessions[Int(task.session)].name, kind: task.kind,
-      url: described ? redactor.url(plan.url(of: task)) : "",
-      to: described ? plan.destination(of: task).map { redactor.text($0) } : nil,
-      outcome: .failed, seconds: jobTimes?.ended ?? offset(Engine.now()), task: task)
-    result.started = jobTimes?.started
-    return result
-  }
-
-  /// Seconds from the start of the run to `time` (`Engine.now()`).
-  private func offset(_ time: UInt64) -> Double { Double(time > start ? time - start : 0) / 1000 }
-
-  private func offset(_ time: UInt64?) -> Double? { time.map { offset($0) } }
-
-  private func failed(_ task: PlannedTask, _ failure: TransferFailure, status: Int? = nil) -> TaskResult {
-    var result = base(task)
-    result.outcome = .failed
-    result.attempts = failure.attempts
-    result.status = failure.status ?? status
-    result.error = (failure.code.rawValue, redactor.text(failure.message))
-    result.sourceErrors = failure.sources.map {
-      SourceFailure(url: redactor.url($0.url), code: $0.code, message: redactor.text($0.message))
-    }
-    return result
-  }
-
-  private func record(_ result: TaskResult) {
-    results.append(result)
-    emit(.completed(result))
-    display.taskEnded(result)
-    guard
-      let sessionIndex = result.task.map({ Int($0.session) })
-        ?? plan.manifest.sessions.firstIndex(where: { $0.name == result.session })
-    else { return }
-    summaries[sessionIndex, default: RunSummary()].add(result)
-    pendingPerSession[sessionIndex, default: 1] -= 1
-    if pendingPerSession[sessionIndex] == 0 {
-      summaries[sessionIndex, default: RunSummary()].requests = requestsPerSession[sessionIndex] ?? 0
-      emit(.sessionFinished(session: result.session, summary: summaries[sessionIndex] ?? RunSummary()))
-    }
-  }
-
-  /// Checks each task's expectations and puts its file in place: other destinations get copies,
-  /// then the owner's partial file is renamed into place; the partial file never stays behind.
-  private func place(_ result: TransferResult, for tasks: SharingTasks, request: PlannedRequest) {
-    var owner: (task: PlannedTask, path: String, outcome: TaskResult)?
-    func record(
-      _ task: PlannedTask, _ outcome: TaskResult, written: (size: Int64, modified: Int64)? = nil, at path: String? = nil
-    ) {
-      self.record(outcome)
-      recorder.remember(task, outcome, request: request, head: result.head, written: written, at: path)
-    }
-    let described = describesTasks
-    // The bytes placed are the bytes checked: the partial file must still be the one written and
-    // hashed, unchanged. One put there meanwhile is not batchdl's: it is left as it is.
-    if let source = result.file, let identity = result.fileIdentity, FileIdentity(path: source) != identity {
-      let failure = TransferFailure(
-        code: .write,
-        message:
-          "the partial file was replaced or changed after its bytes were checked (another process writing the same destination?); nothing was placed",
-        attempts: result.attempts)
-      for task in tasks { record(task, failed(task, failure, status: result.head.status)) }
-      return
-    }
-    for (index, task) in tasks.enumerated() {
-      var outcome = base(task, described: described)
-      outcome.status = result.head.status
-      outcome.httpVersion = result.head.version
-      outcome.size = result.size
-      outcome.sha256 = result.sha256
-      outcome.attempts = result.attempts
-      outcome.source = index == 0 ? "network" : "duplicate"
-      outcome.resumedFrom = result.resumedFrom
-      outcome.transferred = index == 0 ? result.transferred : 0
-      outcome.sources = result.sources.map { SourceBytes(url: redactor.url($0.url), bytes: $0.bytes) }
-      outcome.outcome = .completed
-      if let problem = expectationProblem(task, result) {
-        let failure = TransferFailure(code: problem.0, message: problem.1, attempts: result.attempts)
-        record(task, failed(task, failure, status: result.head.status))
-        continue
-      }
-      guard let destination = plan.destination(of: task) else {
-        record(task, outcome)
-        continue
-      }
-      let path = plan.absolute(destination)
-      if let source = result.file, source == Plan.partialPath(of: path) {
-        owner = (task, path, outcome)
-        continue
-      }
-      do throws(TransferFailure) {
-        let folder = try placer.prepare(path, for: task)
-        var written: (size: Int64, modified: Int64)?
-        if let source = result.file {
-          try FilePlacer.copy(source, to: path)
-        } else {
-          written = try placer.write(result.body ?? [], to: path, folder: folder, naming: destination)
-        }
-        emit(.finished(task: outcome.id, to: outcome.to ?? ""))
-        record(task, outcome, written: written, at: path)
-      } catch {
-        record(task, failed(task, TransferFailure(code: error.code, message: error.message, attempts: result.attempts)))
-      }
-    }
-    guard let source = result.file else { return }
-    guard let (task, path, outcome) = owner else {
-      unlink(source)
-      return
-    }
-    do throws(TransferFailure) {
-      try placer.prepare(path, for: task)
-      guard rename(source, path) == 0 else {
-        throw TransferFailure.system(errno: errno, doing: "rename the finished file into \(path)")
-      }
-      emit(.finished(task: outcome.id, to: outcome.to ?? ""))
-      record(task, outcome, at: path)
-    } catch {
-      unlink(source)
-      record(task, failed(task, TransferFailure(code: error.code, message: error.message, attempts: result.attempts)))
-    }
-  }
-
-  private func expectationProblem(_ task: PlannedTask, _ result: TransferResult) -> (FailureCode, String)? {
-    guard let expected = plan.expectation(of: task) else { return nil }
-    // The task's size and whole-file digest (its pieces were the engine's to check, by the same rule).
-    let check = BodyCheck(size: expected.size, digest: expected.digest)
-    switch check.verdict(size: result.size, sha256: result.sha256, body: result.checkedBody ?? .memory([])) {
-    case .wrongSize(let size):
-      return (.sizeMismatch, "expected \(size) bytes, received \(result.size); nothing was written to 'to'")
-    case .wrongDigest(let received):
-      guard let digest = expected.digest else { return nil }
-      let name = digest.algorithm == .sha256 ? "sha256" : digest.algorithm.rawValue
-      return (.checksumMismatch, "expected \(name) \(digest.hex), received \(received); nothing was written to 'to'")
-    case .unreadable:
-      let algorithm = expected.digest?.algorithm.rawValue ?? "digest"
-      return (.read, "cannot read the received file to check its \(algorithm); nothing was written to 'to'")
-    case .nothingExpected, .verified, .piecesDoNotFit, .badPieces:
-      return nil
-    }
-  }
-
 }

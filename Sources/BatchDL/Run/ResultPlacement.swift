@@ -1,0 +1,104 @@
+import Foundation
+
+/// What a finished transfer's body becomes: checked against its tasks' expectations, then put in
+/// place at each destination.
+extension RunBookkeeper {
+  /// Checks each task's expectations and puts its file in place: other destinations get copies,
+  /// then the owner's partial file is renamed into place; the partial file never stays behind.
+  func place(_ result: TransferResult, for tasks: SharingTasks, request: PlannedRequest) {
+    var owner: (task: PlannedTask, path: String, outcome: TaskResult)?
+    func record(
+      _ task: PlannedTask, _ outcome: TaskResult, written: (size: Int64, modified: Int64)? = nil, at path: String? = nil
+    ) {
+      self.record(outcome)
+      recorder.remember(task, outcome, request: request, head: result.head, written: written, at: path)
+    }
+    let described = describesTasks
+    // The bytes placed are the bytes checked: the partial file must still be the one written and
+    // hashed, unchanged. One put there meanwhile is not batchdl's: it is left as it is.
+    if let source = result.file, let identity = result.fileIdentity, FileIdentity(path: source) != identity {
+      let failure = TransferFailure(
+        code: .write,
+        message:
+          "the partial file was replaced or changed after its bytes were checked (another process writing the same destination?); nothing was placed",
+        attempts: result.attempts)
+      for task in tasks { record(task, failed(task, failure, status: result.head.status)) }
+      return
+    }
+    for (index, task) in tasks.enumerated() {
+      var outcome = base(task, described: described)
+      outcome.status = result.head.status
+      outcome.httpVersion = result.head.version
+      outcome.size = result.size
+      outcome.sha256 = result.sha256
+      outcome.attempts = result.attempts
+      outcome.source = index == 0 ? "network" : "duplicate"
+      outcome.resumedFrom = result.resumedFrom
+      outcome.transferred = index == 0 ? result.transferred : 0
+      outcome.sources = result.sources.map { SourceBytes(url: redactor.url($0.url), bytes: $0.bytes) }
+      outcome.outcome = .completed
+      if let problem = expectationProblem(task, result) {
+        let failure = TransferFailure(code: problem.0, message: problem.1, attempts: result.attempts)
+        record(task, failed(task, failure, status: result.head.status))
+        continue
+      }
+      guard let destination = plan.destination(of: task) else {
+        record(task, outcome)
+        continue
+      }
+      let path = plan.absolute(destination)
+      if let source = result.file, source == Plan.partialPath(of: path) {
+        owner = (task, path, outcome)
+        continue
+      }
+      do throws(TransferFailure) {
+        let folder = try placer.prepare(path, for: task)
+        var written: (size: Int64, modified: Int64)?
+        if let source = result.file {
+          try FilePlacer.copy(source, to: path)
+        } else {
+          written = try placer.write(result.body ?? [], to: path, folder: folder, naming: destination)
+        }
+        emit(.finished(task: outcome.id, to: outcome.to ?? ""))
+        record(task, outcome, written: written, at: path)
+      } catch {
+        record(task, failed(task, TransferFailure(code: error.code, message: error.message, attempts: result.attempts)))
+      }
+    }
+    guard let source = result.file else { return }
+    guard let (task, path, outcome) = owner else {
+      unlink(source)
+      return
+    }
+    do throws(TransferFailure) {
+      try placer.prepare(path, for: task)
+      guard rename(source, path) == 0 else {
+        throw TransferFailure.system(errno: errno, doing: "rename the finished file into \(path)")
+      }
+      emit(.finished(task: outcome.id, to: outcome.to ?? ""))
+      record(task, outcome, at: path)
+    } catch {
+      unlink(source)
+      record(task, failed(task, TransferFailure(code: error.code, message: error.message, attempts: result.attempts)))
+    }
+  }
+
+  private func expectationProblem(_ task: PlannedTask, _ result: TransferResult) -> (FailureCode, String)? {
+    guard let expected = plan.expectation(of: task) else { return nil }
+    // The task's size and whole-file digest (its pieces were the engine's to check, by the same rule).
+    let check = BodyCheck(size: expected.size, digest: expected.digest)
+    switch check.verdict(size: result.size, sha256: result.sha256, body: result.checkedBody ?? .memory([])) {
+    case .wrongSize(let size):
+      return (.sizeMismatch, "expected \(size) bytes, received \(result.size); nothing was written to 'to'")
+    case .wrongDigest(let received):
+      guard let digest = expected.digest else { return nil }
+      let name = digest.algorithm == .sha256 ? "sha256" : digest.algorithm.rawValue
+      return (.checksumMismatch, "expected \(name) \(digest.hex), received \(received); nothing was written to 'to'")
+    case .unreadable:
+      let algorithm = expected.digest?.algorithm.rawValue ?? "digest"
+      return (.read, "cannot read the received file to check its \(algorithm); nothing was written to 'to'")
+    case .nothingExpected, .verified, .piecesDoNotFit, .badPieces:
+      return nil
+    }
+  }
+}
