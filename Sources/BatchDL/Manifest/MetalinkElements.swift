@@ -147,7 +147,7 @@ extension MetalinkReader {
       leftOut.append(LeftOutFile(name: draft.name, mark: mark, unsafeName: unsafeName, message: message))
     }
     switch Self.checkName(draft.name) {
-    case .success(let value): name = value
+    case .success(let value): name = value.path
     case .failure(let problem):
       error(mark, problem.message + "; this file is left out")
       leaveOut(problem.message, unsafeName: draft.name?.isEmpty == false)
@@ -211,7 +211,7 @@ extension MetalinkReader {
   }
 
   /// A file name as a relative path that stays inside its folder, normalized.
-  static func checkName(_ name: String?) -> Result<String, MetalinkProblem> {
+  static func checkName(_ name: String?) -> Result<RelativeDestination, MetalinkProblem> {
     guard let name, !name.isEmpty else { return .failure(MetalinkProblem("<file> has no name (name=\"...\")")) }
     let shown = ShownText.escaped(name)
     if name.hasPrefix("/") {
@@ -224,10 +224,10 @@ extension MetalinkReader {
       return .failure(MetalinkProblem("file name '\(shown)' contains '..'; it could escape 'to:'"))
     }
     if name.hasSuffix("/") { return .failure(MetalinkProblem("file name '\(shown)' names a folder, not a file")) }
-    switch PathRules.normalize(name, allowAbsolute: false) {
-    case .success(let value) where !value.isEmpty: return .success(value)
+    switch RelativeDestination.parse(name) {
+    case .success(let value) where !value.isFolder: return .success(value)
     case .success: return .failure(MetalinkProblem("file name '\(shown)' names the folder itself, not a file"))
-    case .failure(let problem): return .failure(MetalinkProblem("file name '\(shown)' \(problem.message)"))
+    case .failure(let problem): return .failure(MetalinkProblem("file name '\(shown)' \(problem.reason.message)"))
     }
   }
 

@@ -251,8 +251,8 @@ extension ManifestDecoder {
 
   /// Reports a `to:` that is absolute or climbs out of the session's dest.
   mutating func checkDestination(_ to: String?, at mark: SourceMark) {
-    guard let to, case .failure(let problem) = PathRules.normalize(to, allowAbsolute: false) else { return }
-    diagnostics.error(mark, "to '\(ShownText.escaped(to, limit: 200))' \(problem.message)")
+    guard let to, case .failure(let problem) = RelativeDestination.parse(to) else { return }
+    diagnostics.error(mark, problem.message)
   }
 
   mutating func references(_ node: YAMLNode) -> [TaskReference] {

@@ -1,6 +1,18 @@
 /// Where each task's file goes: its destination in the plan's one form, which ids follow from it,
 /// and which destinations clash with another task's file or folder.
 extension PlanBuilder {
+  /// An entry's `to:` folder (`list:`, `metalink:`), normalized: `.folder` without one, nil after
+  /// reporting why it cannot be one.
+  mutating func entryFolder(_ to: String?, at mark: SourceMark) -> RelativeDestination? {
+    guard let to else { return .folder }
+    switch RelativeDestination.parse(to) {
+    case .success(let value): return value
+    case .failure(let problem):
+      diagnostics.error(mark, problem.message)
+      return nil
+    }
+  }
+
   /// The destination relative to the manifest's folder, or nil after reporting why there is none.
   /// `fromDocument`: the name came from a document (Metalink), so that a name it may not have leaves
   /// that file out, with a warning, instead of making the manifest invalid.
@@ -8,17 +20,17 @@ extension PlanBuilder {
     session: Session, to: String?, isFolder: Bool, url: NormalizedURL, mark: SourceMark, quiet: Bool = false,
     fromDocument: Bool = false
   ) -> String? {
-    var relative = ""
+    var relative = RelativeDestination.folder
     // Compared by bytes: a String compares NFC and NFD spellings as equal, two names on Linux.
     if let to, let lastTo, lastTo.text.utf8.elementsEqual(to.utf8) {
       relative = lastTo.normalized
     } else if let to {
-      switch PathRules.normalize(to, allowAbsolute: false) {
+      switch RelativeDestination.parse(to) {
       case .success(let value):
         relative = value
         lastTo = (to, value)
       case .failure(let problem):
-        if !quiet { diagnostics.error(mark, "to '\(ShownText.escaped(to, limit: 200))' \(problem.message)") }
+        if !quiet { diagnostics.error(mark, problem.message) }
         return nil
       }
     }
@@ -30,9 +42,9 @@ extension PlanBuilder {
         }
         return nil
       }
-      relative = PathRules.join(relative, name)
+      relative = relative.appending(name)
     }
-    if relative.isEmpty {
+    if relative.isFolder {
       if !quiet {
         diagnostics.error(
           mark,
@@ -41,7 +53,7 @@ extension PlanBuilder {
       }
       return nil
     }
-    let destination = canonical(PathRules.join(session.dest, relative))
+    let destination = form.destination(dest: session.dest, relative)
     if let why = reserved.problem(with: destination, in: manifest.absoluteDirectory) {
       if !quiet {
         // A name from a document is shown escaped (no control character reaches the output).
@@ -89,24 +101,14 @@ extension PlanBuilder {
   }
 
   /// A session's absolute `dest` with a final `/`, as bytes, in the form its destinations take
-  /// (`canonical`: relative inside the manifest's folder); nil when the `dest` is written relative.
+  /// (`DestinationForm`: relative inside the manifest's folder); nil when the `dest` is written relative.
   mutating func absoluteDestPrefix(session: Int32) -> [UInt8]? {
     if destPrefixes == nil {
       destPrefixes = manifest.sessions.map { [self] session in
-        session.dest.hasPrefix("/") ? Array(canonical(PathRules.folderPrefix(session.dest)).utf8) : nil
+        session.dest.hasPrefix("/") ? Array(form.prefix(dest: session.dest, folder: .folder).utf8) : nil
       }
     }
     return destPrefixes?[Int(session)] ?? nil
-  }
-
-  /// A destination in one form whatever way it was written: an absolute path inside the manifest's
-  /// folder becomes relative to it, so that `dest: /srv/m/x` and `dest: x/` in a manifest in `/srv/m`
-  /// are seen to name one file (two sessions wrote it, each with exit 0).
-  func canonical(_ destination: String) -> String {
-    guard destination.hasPrefix("/") else { return destination }
-    let prefix = manifestFolderPrefix
-    guard destination.hasPrefix(prefix) else { return destination }
-    return String(destination.dropFirst(prefix.count))
   }
 
   /// `hash` is `text.hash(ref)` for a destination (unused for an id).

@@ -40,3 +40,42 @@ extension Plan {
     owner(of: request).flatMap(absoluteDestination(of:)).map(Self.partialPath(of:))
   }
 }
+
+/// The one form the plan keeps destinations in: a session's `dest` joined with a
+/// `RelativeDestination`, and a path inside the manifest's folder relative to it whatever way it
+/// was written, so that `dest: /srv/m/x` and `dest: x/` in a manifest in `/srv/m` are seen to name
+/// one file (two sessions wrote it, each with exit 0).
+struct DestinationForm {
+  /// The manifest's folder with a final `/`, normalized.
+  let manifestFolderPrefix: String
+
+  /// For a manifest in `manifestDirectory` (absolute).
+  init(manifestDirectory: String) {
+    manifestFolderPrefix = PathRules.folderPrefix(StateFolder.normalize(manifestDirectory))
+  }
+
+  /// Before a plan starts: nothing is made relative.
+  init() {
+    manifestFolderPrefix = ""
+  }
+
+  /// The destination `relative` names under `dest`.
+  func destination(dest: String, _ relative: RelativeDestination) -> String {
+    canonical(PathRules.join(dest, relative.path))
+  }
+
+  /// What `destination(dest:_:)` of `folder.appending(name)` puts before a file `name` (one
+  /// segment, not empty): the same for every name, so that a list's lines can be joined on their
+  /// bytes.
+  func prefix(dest: String, folder: RelativeDestination) -> String {
+    canonical(PathRules.folderPrefix(dest) + PathRules.folderPrefix(folder.path))
+  }
+
+  /// A path in the plan's form: an absolute path inside the manifest's folder becomes relative to it.
+  func canonical(_ destination: String) -> String {
+    guard destination.hasPrefix("/") else { return destination }
+    let prefix = manifestFolderPrefix
+    guard destination.hasPrefix(prefix) else { return destination }
+    return String(destination.dropFirst(prefix.count))
+  }
+}

@@ -4,15 +4,7 @@ extension PlanBuilder {
   mutating func expand(_ spec: ListSpec, session: Session, sessionIndex: Int, entryIndex: Int) {
     let path = FileAccess.resolve(spec.file, against: manifest.directory)
     let display = path
-    var folder = ""
-    if let to = spec.to {
-      switch PathRules.normalize(to, allowAbsolute: false) {
-      case .success(let value): folder = value
-      case .failure(let problem):
-        diagnostics.error(spec.toMark ?? spec.fileMark, "to '\(ShownText.escaped(to, limit: 200))' \(problem.message)")
-        return
-      }
-    }
+    guard let folder = entryFolder(spec.to, at: spec.toMark ?? spec.fileMark) else { return }
     let lineCount: Int
     do {
       lineCount = try Self.countLines(path)
@@ -75,22 +67,22 @@ extension PlanBuilder {
   /// file name: `resolveDestination` joins the session's `dest`, the entry's folder and the name,
   /// and that join is the same for every line. Nil when the lines need the general rules: the
   /// folder is invalid, or a name could hold a secret.
-  func namePrefix(session: Session, folder: String) -> [UInt8]? {
+  func namePrefix(session: Session, folder: RelativeDestination) -> [UInt8]? {
     guard !redactor.hasSecrets else { return nil }
-    var relative = ""
-    if !folder.isEmpty {
-      guard case .success(let value) = PathRules.normalize(folder + "/", allowAbsolute: false) else { return nil }
+    // The folder as `resolveDestination` takes it for such a line (`to: FOLDER/`).
+    var relative = RelativeDestination.folder
+    if !folder.isFolder {
+      guard case .success(let value) = RelativeDestination.parse(folder.path + "/") else { return nil }
       relative = value
     }
-    // `join(dest, join(relative, name))` for a name that is not empty.
-    let prefix = canonical(PathRules.folderPrefix(session.dest) + PathRules.folderPrefix(relative))
+    let prefix = form.prefix(dest: session.dest, folder: relative)
     // A URL's user-info in a name is masked, and the name rejected: leave those to the general rules.
     if prefix.utf8.contains(UInt8(ascii: "@")) { return nil }
     return Array(prefix.utf8)
   }
 
   mutating func expandLine(
-    _ bytes: UnsafeBufferPointer<UInt8>, line: Int, file: String, folder: String, session: Session,
+    _ bytes: UnsafeBufferPointer<UInt8>, line: Int, file: String, folder: RelativeDestination, session: Session,
     context: EntryContext, after: [TaskReference], report: Bool, namePrefix: [UInt8]?
   ) {
     func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
@@ -156,7 +148,7 @@ extension PlanBuilder {
     // An absolute second column stays absolute (and is rejected) rather than landing under `to:`;
     // a trailing `/` names a folder, as in the manifest.
     let relative =
-      to.map { $0.hasPrefix("/") ? $0 : PathRules.join(folder, $0) } ?? (folder.isEmpty ? nil : folder + "/")
+      to.map { $0.hasPrefix("/") ? $0 : PathRules.join(folder.path, $0) } ?? (folder.isFolder ? nil : folder.path + "/")
     let isFolder = to.map { $0.hasSuffix("/") } ?? true
     guard
       let destination = resolveDestination(
@@ -240,8 +232,8 @@ extension PlanBuilder {
           )
         }
         // "", "." or "./" would name the list's folder itself: the file would take its place.
-        if case .success(let normalized) = PathRules.normalize(item.text.isEmpty ? "." : item.text, allowAbsolute: true),
-          normalized.isEmpty
+        if case .success(let normalized) = RelativeDestination.parse(item.text.isEmpty ? "." : item.text),
+          normalized.isFolder
         {
           return problem(
             item.at,

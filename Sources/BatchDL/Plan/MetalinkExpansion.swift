@@ -66,16 +66,7 @@ extension PlanBuilder {
         file.name, of: spec, session: sessionIndex, entry: entryIndex, at: file.mark,
         code: file.unsafeName ? .unsafePath : .descriptor, file.message)
     }
-    var folder = ""
-    if let to = spec.to {
-      switch PathRules.normalize(to, allowAbsolute: false) {
-      case .success(let value): folder = value
-      case .failure(let problem):
-        diagnostics.error(
-          spec.toMark ?? spec.documentMark, "to '\(ShownText.escaped(to, limit: 200))' \(problem.message)")
-        return
-      }
-    }
+    guard let folder = entryFolder(spec.to, at: spec.toMark ?? spec.documentMark) else { return }
     let context = context(
       session: session, sessionIndex: sessionIndex, entryIndex: entryIndex, kind: .download, method: "GET",
       headers: spec.headers, body: "", priority: spec.priority)
@@ -107,7 +98,7 @@ extension PlanBuilder {
       let warned = diagnostics.items.count
       guard
         let destination = resolveDestination(
-          session: session, to: PathRules.join(folder, file.name), isFolder: false, url: first.normalized,
+          session: session, to: folder.appending(file.name).path, isFolder: false, url: first.normalized,
           mark: file.mark, fromDocument: true)
       else {
         let why = diagnostics.items.dropFirst(warned).first?.message ?? "its destination is refused"

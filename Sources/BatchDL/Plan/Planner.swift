@@ -29,7 +29,7 @@ public struct Planner {
     repeat {
       builder = PlanBuilder(manifest: manifest, maxProblemsPerList: maxProblemsPerList)
       builder.reserved = ReservedPaths(manifest: manifest, stateFolder: stateFolder)
-      builder.manifestFolderPrefix = PathRules.folderPrefix(StateFolder.normalize(manifest.absoluteDirectory))
+      builder.form = DestinationForm(manifestDirectory: manifest.absoluteDirectory)
       builder.descriptorSet = descriptors
       builder.partial = warnings.contains { $0.severity == .error }
       builder.clashingFiles = clashes
@@ -70,7 +70,7 @@ struct PlanBuilder {
   var requests: [PlannedRequest] = []
   var lastSharing: [Int32] = []
   /// The last `to` normalized, and what it became: every line of a list shares its entry's folder.
-  var lastTo: (text: String, normalized: String)?
+  var lastTo: (text: String, normalized: RelativeDestination)?
   /// Requests by key.
   var requestIndex = IndexTable()
   /// The request of each expected content (downloads with `sha256:`).
@@ -116,8 +116,8 @@ struct PlanBuilder {
   /// list's count of problem lines goes on past the ones it lists.
   var lineHadProblem = false
 
-  /// The manifest's folder with a final `/`, normalized (set when the plan starts).
-  var manifestFolderPrefix = ""
+  /// The form destinations take in this plan (set when the plan starts).
+  var form = DestinationForm()
 
   init(manifest: Manifest, maxProblemsPerList: Int) {
     self.manifest = manifest
