@@ -3,12 +3,8 @@
 /// path, the partial file beside it, and the task whose destination a shared request's body is
 /// written to.
 extension Plan {
-  /// The suffix of partial files: `DEST.batchdl-part`, beside the destination (same filesystem, so
-  /// the final rename is atomic).
-  public static let partialSuffix = ".batchdl-part"
-
-  /// The partial file of a destination.
-  public static func partialPath(of destination: String) -> String { destination + partialSuffix }
+  /// The partial file of a destination (`PartialFile`: `DEST.batchdl-part`, beside it).
+  public static func partialPath(of destination: String) -> String { PartialFile.path(of: destination) }
 
   /// A path the manifest names (a destination, an upload's file), absolute: resolved against the
   /// manifest's folder.

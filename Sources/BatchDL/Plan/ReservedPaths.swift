@@ -81,12 +81,7 @@ struct ReservedPaths {
   /// Whether a file named `name` (UTF-8) in some folder could be one of them: the list fast path
   /// leaves such names to the general rules.
   func mayName(_ name: UnsafeRawBufferPointer) -> Bool {
-    Self.isPartial(name) || isName(name)
-  }
-
-  private static func isPartial(_ component: UnsafeRawBufferPointer) -> Bool {
-    let suffix = Plan.partialSuffix.utf8
-    return component.count >= suffix.count && component.suffix(suffix.count).elementsEqual(suffix)
+    PartialFile.isPartial(name: name) || isName(name)
   }
 
   private func isName(_ component: UnsafeRawBufferPointer) -> Bool {
@@ -103,14 +98,14 @@ struct ReservedPaths {
       var start = 0
       for end in 0...bytes.count where end == bytes.count || bytes[end] == UInt8(ascii: "/") {
         let component = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[start..<end]))
-        partial = partial || Self.isPartial(component)
+        partial = partial || PartialFile.isPartial(name: component)
         named = named || isName(component)
         start = end + 1
       }
       return (partial, named)
     }
     if partial {
-      return "names a partial file (*\(Plan.partialSuffix)), where batchdl keeps a download in progress"
+      return "names a partial file (*\(PartialFile.suffix)), where batchdl keeps a download in progress"
     }
     guard named else { return nil }
     return problem(withResolved: Self.standardized(FileAccess.resolve(destination, against: root)))

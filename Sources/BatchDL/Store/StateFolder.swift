@@ -65,16 +65,19 @@ public struct StateError: Error, CustomStringConvertible {
 ///
 /// ```
 /// DIR/
-///   lock                          the run's lock (flock)
+///   locks/MANIFEST.lock           a run's lock (flock), one per manifest
 ///   state.sqlite, -wal, -shm      checkpoints, results, time budgets (StateStore), per manifest
-///   cookies/SESSION.txt           cookie jars
-///   cache/SESSION/                HTTP caches of data tasks
-///   reports/SESSION.json          reports handed to on_finished
-///   workers/ID.{lock,json,log,report.json,events.jsonl}   background workers
+///   cookies/MANIFEST/SESSION.txt  cookie jars
+///   cache/MANIFEST/SESSION/       HTTP caches of data tasks
+///   reports/MANIFEST/SESSION.json reports handed to on_finished
+///   workers/ID.{lock,run.lock,json,log,report.json,events.jsonl,wake}   background workers
 ///   descriptors/HASH.{body,meta}  documents fetched before planning (Metalink by URL); HASH is
 ///                                 the SHA-256 of the URL with user-info and secrets masked
-///   shard-I-of-N/                 the same (but workers/) for `run --shard I/N`
+///   shard-I-of-N/                 the same (but workers/ and descriptors/) for `run --shard I/N`
 /// ```
+///
+/// `MANIFEST` is `manifestKey`. Partial files are not here: each is beside its destination
+/// (`PartialFile`).
 ///
 /// Every command finds its files through this type, so that `run`, `plan`, `status`, `wait` and
 /// `cache` agree.
@@ -144,8 +147,13 @@ public struct StateFolder: Sendable {
     _ = rename(legacy, jar)
   }
 
+  /// The extension of lock files.
+  static let lockSuffix = ".lock"
+  /// The folder of background workers' files, in a state folder's base.
+  static let workersName = "workers"
+
   /// The lock a run of this manifest takes (relative to the folder).
-  public var lockName: String { "locks/\(manifestKey).lock" }
+  public var lockName: String { "locks/" + manifestKey + Self.lockSuffix }
   public func cookieJar(session: String) -> String { path + "/cookies/\(manifestKey)/\(session).txt" }
   public func cache(session: String) -> String { path + "/cache/\(manifestKey)/\(session)" }
   public func sessionReport(session: String) -> String { path + "/reports/\(manifestKey)/\(session).json" }
@@ -153,7 +161,7 @@ public struct StateFolder: Sendable {
   public var workers: String { Self.workersFolder(base: base) }
 
   /// The `workers/` folder of a state folder's `base`.
-  public static func workersFolder(base: String) -> String { base + "/workers" }
+  public static func workersFolder(base: String) -> String { base + "/" + workersName }
 
   /// The files of a background session's worker, in the `workers/` folder of a state folder's
   /// base: the one place their names are spelled.
@@ -174,9 +182,9 @@ public struct StateFolder: Sendable {
     /// Left by `run` for a worker that should take a new pass.
     public var wake: String { folder + "/\(identifier).wake" }
     /// The worker's own lock (relative to the base), which says whether it is alive.
-    public var lockName: String { "workers/\(identifier).lock" }
+    public var lockName: String { StateFolder.workersName + "/" + identifier + StateFolder.lockSuffix }
     /// The lock its runs take (relative to the base), in place of a manifest's.
-    public var runLockName: String { "workers/\(identifier).run.lock" }
+    public var runLockName: String { StateFolder.workersName + "/" + identifier + ".run" + StateFolder.lockSuffix }
   }
   /// Documents fetched before planning are shared by every shard: in the base folder.
   public var descriptors: String { base + "/descriptors" }

@@ -23,7 +23,7 @@ public enum AtomicFile {
     to path: String, _ body: (inout FileStream) -> Void
   ) throws(SystemError) {
     try makeParent(of: path)
-    let temporary = path + ".batchdl-part"
+    let temporary = PartialFile.path(of: path)
     let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
     guard fd >= 0 else { throw SystemError("create \(temporary)") }
     var stream = FileStream(descriptor: fd)
@@ -113,7 +113,7 @@ public enum AtomicFile {
   ) throws(SystemError) -> (size: Int64, modified: Int64)? {
     if makingParent { try makeParent(of: path) }
     if let written = try writeUnnamed(bytes, to: path, in: folder) { return written }
-    let temporary = path + ".batchdl-part"
+    let temporary = PartialFile.path(of: path)
     let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
     guard fd >= 0 else { throw SystemError("create \(temporary)") }
     guard bytes.withUnsafeBytes({ SystemCalls.writeAll(fd, $0) }) else {
