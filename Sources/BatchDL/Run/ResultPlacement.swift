@@ -37,8 +37,7 @@ extension RunBookkeeper {
       outcome.transferred = index == 0 ? result.transferred : 0
       outcome.sources = result.sources.map { SourceBytes(url: redactor.url($0.url), bytes: $0.bytes) }
       outcome.outcome = .completed
-      if let problem = expectationProblem(task, result) {
-        let failure = TransferFailure(code: problem.0, message: problem.1, attempts: result.attempts)
+      if let failure = expectationProblem(task, result) {
         record(task, failed(task, failure, status: result.head.status))
         continue
       }
@@ -83,22 +82,10 @@ extension RunBookkeeper {
     }
   }
 
-  private func expectationProblem(_ task: PlannedTask, _ result: TransferResult) -> (FailureCode, String)? {
+  /// Why a task's expectations (`size:`, its digest) fail a complete body; its pieces were the
+  /// engine's to check, by the same rule.
+  private func expectationProblem(_ task: PlannedTask, _ result: TransferResult) -> TransferFailure? {
     guard let expected = plan.expectation(of: task) else { return nil }
-    // The task's size and whole-file digest (its pieces were the engine's to check, by the same rule).
-    let check = BodyCheck(size: expected.size, digest: expected.digest)
-    switch check.verdict(size: result.size, sha256: result.sha256, body: result.checkedBody ?? .memory([])) {
-    case .wrongSize(let size):
-      return (.sizeMismatch, "expected \(size) bytes, received \(result.size); nothing was written to 'to'")
-    case .wrongDigest(let received):
-      guard let digest = expected.digest else { return nil }
-      let name = digest.algorithm == .sha256 ? "sha256" : digest.algorithm.rawValue
-      return (.checksumMismatch, "expected \(name) \(digest.hex), received \(received); nothing was written to 'to'")
-    case .unreadable:
-      let algorithm = expected.digest?.algorithm.rawValue ?? "digest"
-      return (.read, "cannot read the received file to check its \(algorithm); nothing was written to 'to'")
-    case .nothingExpected, .verified, .piecesDoNotFit, .badPieces:
-      return nil
-    }
+    return BodyCheck(size: expected.size, digest: expected.digest).failure(of: result, by: .placement)
   }
 }

@@ -75,3 +75,50 @@ public struct BodyCheck: Sendable, Equatable {
     return size == nil ? .nothingExpected : .verified
   }
 }
+
+extension BodyCheck {
+  /// Who judges a complete body, which decides how a failure is told.
+  public enum Judge: Sendable {
+    /// The engine, judging the source that sent it: a failure sets the source aside. Only the
+    /// size and the whole-file digest are its to tell here (pieces are repaired, a body that
+    /// cannot be read back is left to the run).
+    case source
+    /// The run, before it places the file at a task's destination: nothing is written there.
+    case placement
+  }
+
+  /// Why a complete `result` is not what this check expects, as `judge` tells it (the reports'
+  /// codes and messages); nil when it is, or when what fails is not `judge`'s to tell.
+  public func failure(of result: TransferResult, by judge: Judge) -> TransferFailure? {
+    let result = result.withDigest()
+    let verdict = verdict(size: result.size, sha256: result.sha256, body: result.checkedBody ?? .memory([]))
+    let failure: (code: FailureCode, message: String)
+    switch (verdict, judge) {
+    case (.wrongSize(let size), .source):
+      failure = (.sizeMismatch, "the source sent \(result.size) bytes where size: says \(size)")
+    case (.wrongSize(let size), .placement):
+      failure = (.sizeMismatch, "expected \(size) bytes, received \(result.size); nothing was written to 'to'")
+    case (.wrongDigest, .source):
+      guard let digest else { return nil }
+      let name = digest.algorithm == .sha256 ? "SHA-256" : digest.algorithm.rawValue.uppercased()
+      failure = (.checksumMismatch, "the bytes do not have the expected \(name) \(digest.hex)")
+    case (.wrongDigest(let received), .placement):
+      guard let digest else { return nil }
+      let name = digest.algorithm == .sha256 ? "sha256" : digest.algorithm.rawValue
+      failure = (
+        .checksumMismatch, "expected \(name) \(digest.hex), received \(received); nothing was written to 'to'"
+      )
+    case (.unreadable, .placement):
+      let algorithm = digest?.algorithm.rawValue ?? "digest"
+      failure = (.read, "cannot read the received file to check its \(algorithm); nothing was written to 'to'")
+    case (.unreadable, .source), (.nothingExpected, _), (.verified, _), (.piecesDoNotFit, _), (.badPieces, _):
+      return nil
+    }
+    return TransferFailure(code: failure.code, message: failure.message, attempts: result.attempts)
+  }
+}
+
+extension TransferSpec {
+  /// `expectedSHA256` as a digest to check.
+  var expectedDigest: ExpectedDigest? { expectedSHA256.map { ExpectedDigest(algorithm: .sha256, hex: $0) } }
+}

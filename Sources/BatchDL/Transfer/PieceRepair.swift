@@ -37,8 +37,7 @@ enum PieceVerdict {
       self = .unchecked
       return
     }
-    let check = BodyCheck(
-      digest: spec.expectedSHA256.map { ExpectedDigest(algorithm: .sha256, hex: $0) }, pieces: digests)
+    let check = BodyCheck(digest: spec.expectedDigest, pieces: digests)
     let result = result.withDigest()
     let bad: [Int]
     switch check.verdict(size: result.size, sha256: result.sha256, body: result.checkedBody ?? .memory([])) {

@@ -83,23 +83,10 @@ struct SourceList {
   /// A segment was asked of source `index`.
   mutating func ask(_ index: Int) { asked[index] = true }
 
-  /// What is wrong with a complete body against the expected size and digest, if anything.
+  /// What is wrong with a complete body against the expected size and digest, if anything: the
+  /// source's failure, as `BodyCheck` tells it.
   static func contentProblem(_ result: TransferResult, spec: TransferSpec) -> TransferFailure? {
-    let check = BodyCheck(
-      size: spec.expectedSize, digest: spec.expectedSHA256.map { ExpectedDigest(algorithm: .sha256, hex: $0) })
-    let result = result.withDigest()
-    switch check.verdict(size: result.size, sha256: result.sha256, body: result.checkedBody ?? .memory([])) {
-    case .wrongSize(let size):
-      return TransferFailure(
-        code: .sizeMismatch, message: "the source sent \(result.size) bytes where size: says \(size)",
-        attempts: result.attempts)
-    case .wrongDigest:
-      return TransferFailure(
-        code: .checksumMismatch, message: "the bytes do not have the expected SHA-256 \(spec.expectedSHA256 ?? "")",
-        attempts: result.attempts)
-    case .nothingExpected, .verified, .piecesDoNotFit, .badPieces, .unreadable:
-      return nil
-    }
+    BodyCheck(size: spec.expectedSize, digest: spec.expectedDigest).failure(of: result, by: .source)
   }
 
   /// Whether bytes of more than one source went into the file a result describes.
