@@ -32,16 +32,14 @@ public struct MetalinkPieces: Hashable, Sendable {
   public var hashes: [String]
   public var mark: SourceMark
 
+  /// How a file is cut into these pieces.
+  public var layout: PieceLayout { PieceLayout(length: length) }
+
   /// The number of pieces a file of `size` bytes has with this `length`.
-  public func count(forSize size: Int64) -> Int64 {
-    size <= 0 ? 0 : (size - 1) / length + 1
-  }
+  public func count(forSize size: Int64) -> Int64 { layout.count(forSize: size) }
 
   /// The byte range of piece `index` in a file of `size` bytes.
-  public func range(ofPiece index: Int, size: Int64) -> Range<Int64> {
-    let start = min(Int64(index) * length, size)
-    return start..<min(start + length, size)
-  }
+  public func range(ofPiece index: Int, size: Int64) -> Range<Int64> { layout.range(ofPiece: index, size: size) }
 }
 
 /// One `<file>` of a Metalink document, checked: a safe relative name, at least one http or https

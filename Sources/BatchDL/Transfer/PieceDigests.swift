@@ -13,9 +13,12 @@ public struct PieceDigests: Sendable, Equatable {
     self.hashes = hashes
   }
 
+  /// How a file is cut into these pieces.
+  public var layout: PieceLayout { PieceLayout(length: length) }
+
   /// Whether the digests describe a file of `total` bytes: one per piece.
   public func fits(total: Int64) -> Bool {
-    total == 0 ? hashes.isEmpty : total > 0 && Int64(hashes.count) == (total - 1) / length + 1
+    total >= 0 && Int64(hashes.count) == layout.count(forSize: total)
   }
 
   /// The pieces of `body` (a whole file kept in memory) that do not have their digest, in order;
@@ -31,8 +34,8 @@ public struct PieceDigests: Sendable, Equatable {
 
   /// The bytes of piece `index` in a file of `total` bytes.
   public func extent(of index: Int, total: Int64) -> ByteExtent {
-    let start = min(Int64(index) * length, total)
-    return ByteExtent(start: start, end: min(start + length, total))
+    let range = layout.range(ofPiece: index, size: total)
+    return ByteExtent(start: range.lowerBound, end: range.upperBound)
   }
 
   /// The pieces whose bytes in the file at `path` (of `total` bytes) do not have their digest, in
