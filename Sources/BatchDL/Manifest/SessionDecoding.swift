@@ -215,7 +215,8 @@ extension ManifestDecoder {
       waitsForConnectivity: flags["waits_for_connectivity"] ?? false,
       discretionary: flags["discretionary"] ?? false,
       window: own.window ?? defaults.window,
-      maxConnectionsPerHost: own.maxConnectionsPerHost ?? defaults.maxConnectionsPerHost ?? 6,
+      maxConnectionsPerHost: own.maxConnectionsPerHost ?? defaults.maxConnectionsPerHost
+        ?? TransferDefaults.connectionsPerHost,
       maxConcurrent: own.maxConcurrent ?? defaults.maxConcurrent ?? 16,
       rateLimit: own.rateLimit ?? defaults.rateLimit,
       cellularInterfaces: interfaces["cellular_interfaces"] ?? ["wwan*", "ppp*", "rmnet*", "wwp*"],

@@ -185,11 +185,12 @@ struct DescriptorRequest {
   var conditional: DescriptorMeta?
 
   /// The budget of the whole fetch, every try and pause included: `timeouts.resource`, else
-  /// 2 minutes, and never more than 10 minutes. A server that drips a few bytes a second can hold
-  /// a fetch no longer than this before planning goes on.
+  /// 2 minutes, and never more than `TransferDefaults.resourceLimitMilliseconds` (10 minutes). A
+  /// server that drips a few bytes a second can hold a fetch no longer than this before planning
+  /// goes on.
   var budget: Interval {
     let resource = session.timeouts.resource.map(\.milliseconds) ?? 120_000
-    return Interval(milliseconds: max(1, min(resource, 600_000)))
+    return Interval(milliseconds: max(1, min(resource, TransferDefaults.resourceLimitMilliseconds)))
   }
 
   /// The request as a transfer of the engine: GET into memory (at most `Descriptors.maxBytes`),

@@ -112,8 +112,9 @@ public struct TransferSpec: Sendable {
   public var spentBefore: Int64 = 0
   /// The session's cookie jar: a path, "" for cookies kept in memory only, nil for no cookies.
   public var cookieJar: String?
-  /// On connect and DNS failures, keep trying within the resource budget (or 10 minutes without one)
-  /// instead of counting attempts: `waits_for_connectivity`.
+  /// On connect and DNS failures, keep trying within the resource budget (without one,
+  /// `TransferDefaults.resourceLimitMilliseconds`) instead of counting attempts:
+  /// `waits_for_connectivity`.
   public var waitsForConnectivity = false
   /// An interface to bind to (`CURLOPT_INTERFACE`, `if!NAME`), chosen by the network policy.
   public var interface: String?
