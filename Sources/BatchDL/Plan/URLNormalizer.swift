@@ -289,8 +289,6 @@ public final class URLNormalizer {
     return String(cString: value)
   }
 
-  private static let hexDigits = Array("0123456789ABCDEF".utf8)
-
   private static func isUnreserved(_ byte: UInt8) -> Bool {
     (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
       || byte == 0x2D || byte == 0x2E || byte == 0x5F || byte == 0x7E
@@ -305,15 +303,6 @@ public final class URLNormalizer {
     }
   }
 
-  private static func hexValue(_ byte: UInt8) -> UInt8? {
-    switch byte {
-    case 0x30...0x39: return byte - 0x30
-    case 0x41...0x46: return byte - 0x41 + 10
-    case 0x61...0x66: return byte - 0x61 + 10
-    default: return nil
-    }
-  }
-
   /// Decodes `%XX` of unreserved characters, upper-cases the rest, encodes unsafe bytes.
   static func normalizePercent(_ text: String) -> String {
     if !text.utf8.contains(where: { $0 == 0x25 || !isAllowedLiteral($0) }) { return text }
@@ -323,20 +312,20 @@ public final class URLNormalizer {
     var index = 0
     while index < bytes.count {
       let byte = bytes[index]
-      if byte == 0x25, index + 2 < bytes.count, let high = hexValue(bytes[index + 1]),
-        let low = hexValue(bytes[index + 2])
+      if byte == 0x25, index + 2 < bytes.count, let high = Hex.value(of: bytes[index + 1]),
+        let low = Hex.value(of: bytes[index + 2])
       {
         let decoded = high << 4 | low
         if isUnreserved(decoded) {
           out.append(decoded)
         } else {
-          out.append(contentsOf: [0x25, hexDigits[Int(high)], hexDigits[Int(low)]])
+          Hex.appendPercentEncoded(decoded, to: &out, upperCase: true)
         }
         index += 3
         continue
       }
       if byte == 0x25 || !isAllowedLiteral(byte) {
-        out.append(contentsOf: [0x25, hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0xF)]])
+        Hex.appendPercentEncoded(byte, to: &out, upperCase: true)
       } else {
         out.append(byte)
       }
@@ -390,8 +379,8 @@ public final class URLNormalizer {
     var out: [UInt8] = []
     var index = 0
     while index < bytes.count {
-      if bytes[index] == 0x25, index + 2 < bytes.count, let high = hexValue(bytes[index + 1]),
-        let low = hexValue(bytes[index + 2])
+      if bytes[index] == 0x25, index + 2 < bytes.count, let high = Hex.value(of: bytes[index + 1]),
+        let low = Hex.value(of: bytes[index + 2])
       {
         out.append(high << 4 | low)
         index += 3

@@ -79,33 +79,3 @@ public struct DigestProblem: Error, Hashable, Sendable {
   public var message: String
   public init(_ message: String) { self.message = message }
 }
-
-extension Sequence where Element == UInt8 {
-  var hexString: String {
-    Array(self).withUnsafeBytes { hexDigits($0) }
-  }
-}
-
-extension Digest {
-  var hexString: String { withUnsafeBytes { hexDigits($0) } }
-}
-
-/// Lower-case hexadecimal digits of `bytes`, written straight into the string's storage (every
-/// finished file's checksum and every request key goes through here).
-func hexDigits(_ bytes: UnsafeRawBufferPointer) -> String {
-  String(unsafeUninitializedCapacity: bytes.count * 2) { out in
-    writeHexDigits(of: bytes, into: out)
-    return bytes.count * 2
-  }
-}
-
-/// Writes the lower-case hexadecimal digits of `bytes` into the first `2 × bytes.count` of `out`.
-func writeHexDigits(of bytes: UnsafeRawBufferPointer, into out: UnsafeMutableBufferPointer<UInt8>) {
-  let digits: StaticString = "0123456789abcdef"
-  digits.withUTF8Buffer { digits in
-    for (index, byte) in bytes.enumerated() {
-      out[index * 2] = digits[Int(byte >> 4)]
-      out[index * 2 + 1] = digits[Int(byte & 0xF)]
-    }
-  }
-}

@@ -35,9 +35,9 @@ public struct Redactor: Sendable {
   static func spellings(of value: String) -> [String] {
     let bytes = Array(value.utf8)
     var result = [value, URLNormalizer.normalizePercent(value), value.lowercased()]
-    result.append(percentEncoded(bytes, hex: upperHex, spaceAsPlus: false))
-    result.append(percentEncoded(bytes, hex: lowerHex, spaceAsPlus: false))
-    result.append(percentEncoded(bytes, hex: upperHex, spaceAsPlus: true))
+    result.append(percentEncoded(bytes, upperCase: true, spaceAsPlus: false))
+    result.append(percentEncoded(bytes, upperCase: false, spaceAsPlus: false))
+    result.append(percentEncoded(bytes, upperCase: true, spaceAsPlus: true))
     let base64 = Data(bytes).base64EncodedString()
     let unpadded = String(base64.prefix { $0 != "=" })
     let urlSafe = String(unpadded.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })
@@ -45,18 +45,15 @@ public struct Redactor: Sendable {
     return result
   }
 
-  private static let upperHex = Array("0123456789ABCDEF".utf8)
-  private static let lowerHex = Array("0123456789abcdef".utf8)
-
   /// Every byte but the unreserved ones (`A-Z a-z 0-9 - . _ ~`) as `%XX`.
-  private static func percentEncoded(_ bytes: [UInt8], hex: [UInt8], spaceAsPlus: Bool) -> String {
+  private static func percentEncoded(_ bytes: [UInt8], upperCase: Bool, spaceAsPlus: Bool) -> String {
     var out: [UInt8] = []
     out.reserveCapacity(bytes.count * 3)
     for byte in bytes {
       switch byte {
       case 0x41...0x5A, 0x61...0x7A, 0x30...0x39, 0x2D, 0x2E, 0x5F, 0x7E: out.append(byte)
       case 0x20 where spaceAsPlus: out.append(0x2B)
-      default: out += [0x25, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+      default: Hex.appendPercentEncoded(byte, to: &out, upperCase: upperCase)
       }
     }
     return String(decoding: out, as: UTF8.self)
