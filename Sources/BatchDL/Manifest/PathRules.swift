@@ -6,15 +6,15 @@ public enum PathRules {
     public var climbsOut = false
   }
 
-  /// Removes `.` and empty segments and resolves `..` lexically; a trailing `/` is dropped.
-  ///
-  /// Relative paths may not climb above their start. Absolute paths are rejected unless
-  /// `allowAbsolute` is set.
   /// Linux's PATH_MAX and NAME_MAX: a longer path or name cannot be made, and checking each one
   /// keeps the cost of a path in bounds.
   public static let maxPathBytes = 4096
   public static let maxNameBytes = 255
 
+  /// Removes `.` and empty segments and resolves `..` lexically; a trailing `/` is dropped.
+  ///
+  /// Relative paths may not climb above their start. Absolute paths are rejected unless
+  /// `allowAbsolute` is set. (A task's destination goes through `RelativeDestination`.)
   public static func normalize(_ path: String, allowAbsolute: Bool) -> Result<String, Problem> {
     if path.isEmpty { return .failure(Problem(message: "is empty")) }
     if path.utf8.contains(0) { return .failure(Problem(message: "contains a NUL byte")) }

@@ -125,12 +125,12 @@ extension PlanBuilder {
     destinations.insert(task, hash: hash) { [text, tasks] in text.hash(tasks[Int($0)].to) }
   }
 
-  /// The task whose destination is `path`.
   /// `task(withDestination:)` of a destination's bytes, without a String.
   func task(withDestinationBytes path: UnsafeRawBufferPointer) -> Int32? {
     destinations.find(hash: TextArena.hash(path)) { [text, tasks] in text.equals(tasks[Int($0)].to, path) }
   }
 
+  /// The task whose destination is `path`.
   func task(withDestination path: String) -> Int32? {
     var path = path
     let hash = path.withUTF8 { TextArena.hash(UnsafeRawBufferPointer($0)) }

@@ -8,7 +8,7 @@ extension PlanBuilder {
   /// `<size>` and strongest `<hash>` its expectation. Problems inside the document leave only the
   /// file concerned out and are warnings here (the manifest itself is valid); a local document that
   /// cannot be read as Metalink at all is an error. A document given by URL comes from
-  /// `descriptors`: when it failed, the entry stands as one task that fails with `descriptor`.
+  /// `descriptorSet`: when it failed, the entry stands as one task that fails with `descriptor`.
   mutating func expand(_ spec: MetalinkSpec, session: Session, sessionIndex: Int, entryIndex: Int) {
     let document: MetalinkDocument
     if spec.isURL {

@@ -31,7 +31,7 @@ public struct PriorState: Sendable {
 
   public init() {}
 
-  /// Reads the store in `folder` (nothing when there is none).
+  /// What `store` holds (nothing when there is none).
   public static func load(from store: StateStore?) throws(SQLiteError) -> PriorState {
     var state = PriorState()
     guard let store else { return state }

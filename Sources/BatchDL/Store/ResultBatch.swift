@@ -39,7 +39,7 @@ struct ResultBatch {
     bytes.removeAll(keepingCapacity: true)
   }
 
-  /// Stores `bytes` (UTF-8) for a row.
+  /// Stores `text` (UTF-8 bytes) for a row.
   mutating func text(_ text: UnsafeRawBufferPointer) -> Text {
     // As typed bytes, appended in one copy (a raw buffer is appended byte by byte).
     defer { bytes.append(contentsOf: text.assumingMemoryBound(to: UInt8.self)) }
