@@ -35,7 +35,7 @@ struct JobLife {
     }
 
     /// The limit a job that waits (for the network policy, for connectivity) waits within.
-    var waitLimit: Int64 { resourceLimit?.milliseconds ?? 600_000 }
+    var waitLimit: Int64 { resourceLimit?.milliseconds ?? TransferDefaults.resourceLimitMilliseconds }
   }
 
   /// What the engine does, in the order given.
