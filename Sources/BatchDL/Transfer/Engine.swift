@@ -84,7 +84,8 @@ public final class Engine {
     remaining = jobs.count
     var maxHost = 0
     for index in jobs.indices { maxHost = max(maxHost, source.queue(of: index).hostLimit) }
-    admission = AdmissionControl(globalLimit: globalLimit, connectionCap: maxHost > 0 ? maxHost : 6)
+    admission = AdmissionControl(
+      globalLimit: globalLimit, connectionCap: maxHost > 0 ? maxHost : TransferDefaults.connectionsPerHost)
     // Jobs of one host tend to come together: the last queue is checked before the table.
     var previous: (session: Int, host: String, key: Int)?
     for index in jobs.indices {

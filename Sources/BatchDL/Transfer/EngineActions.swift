@@ -90,11 +90,11 @@ extension Engine {
           cancelled.isSet
           ? PieceVerdict.unchecked
           : PieceVerdict(result, spec: spec, writers: writers, validator: transfer?.validator ?? validator)
+        // The whole-file checks decide where the pieces did not.
         var problem: TransferFailure?
-        if case .failed = pieces {
-        } else if case .bad = pieces {
-        } else {
-          problem = SourceList.contentProblem(result, spec: spec)
+        switch pieces {
+        case .verified, .unchecked: problem = SourceList.contentProblem(result, spec: spec)
+        case .bad, .failed: break
         }
         perform(
           jobs[job].life.contentChecked(result, pieces: pieces, problem: problem, end: end, now: Self.now()), job,

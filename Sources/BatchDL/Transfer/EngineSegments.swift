@@ -68,7 +68,7 @@ extension Engine {
     download.sources[0].listIndex = list?.current
     if repair { download.sources[0].validator = .digest }
     guard let list else { return }
-    let guarded = built.spec.expectedSHA256 != nil || built.spec.pieces != nil
+    let guarded = built.spec.expectedDigest != nil || built.spec.pieces != nil
     guard let validator = guarded ? ResumeValidator.digest : etag.map(ResumeValidator.etag) else { return }
     for index in list.healthy where index != list.current {
       let source = list.sources[index]
