@@ -29,7 +29,7 @@ public struct Planner {
     repeat {
       builder = PlanBuilder(manifest: manifest, maxProblemsPerList: maxProblemsPerList)
       builder.reserved = ReservedPaths(manifest: manifest, stateFolder: stateFolder)
-      builder.manifestFolderPrefix = PathRules.folderPrefix(StateFolder.normalize(manifest.absoluteDirectory))
+      builder.manifestFolderPrefix = PathRules.folderPrefix(FileAccess.normalize(manifest.absoluteDirectory))
       builder.descriptorSet = descriptors
       builder.partial = warnings.contains { $0.severity == .error }
       builder.clashingFiles = clashes

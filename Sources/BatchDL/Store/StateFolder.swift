@@ -79,8 +79,6 @@ public struct StateError: Error, CustomStringConvertible {
 /// Every command finds its files through this type, so that `run`, `plan`, `status`, `wait` and
 /// `cache` agree.
 public struct StateFolder: Sendable {
-  public static let defaultName = ".batchdl"
-
   /// The folder `--state` names (or the default), absolute and normalized, without a shard's
   /// sub-folder.
   public let base: String
@@ -94,8 +92,8 @@ public struct StateFolder: Sendable {
   /// The state folder for `manifest`: `option` (against the working directory), else `.batchdl/`
   /// beside the manifest; `shard` selects a sharded run's sub-folder.
   public init(option: String?, manifest: Manifest, shard: Shard? = nil) {
-    let directory = Self.normalize(manifest.absoluteDirectory)
-    base = Self.normalize(option.map(Self.absolute) ?? directory + "/" + Self.defaultName)
+    let directory = FileAccess.normalize(manifest.absoluteDirectory)
+    base = FileAccess.normalize(option.map(Self.absolute) ?? directory + "/" + DefaultStateFolder.name)
     self.shard = shard
     arguments = ([manifest.path] + (option.map { ["--state", $0] } ?? [])).map(Self.quoted).joined(separator: " ")
     scope = StateScope(
@@ -238,19 +236,6 @@ public struct StateFolder: Sendable {
   /// `path` made absolute against the working directory.
   public static func absolute(_ path: String) -> String {
     path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
-  }
-
-  /// An absolute path without `.`, `..` and empty parts.
-  public static func normalize(_ path: String) -> String {
-    var parts: [Substring] = []
-    for part in path.split(separator: "/") {
-      switch part {
-      case ".": continue
-      case "..": _ = parts.popLast()
-      default: parts.append(part)
-      }
-    }
-    return "/" + parts.joined(separator: "/")
   }
 
   /// `path` relative to the folder `base` (both absolute and normalized).
