@@ -211,8 +211,8 @@ struct RunCommand: ParsableCommand {
     if resolved(path) == resolved(plan.manifest.path) { return "it is the manifest itself" }
     // Destinations are kept relative to the manifest's folder (absolute outside it): the output is
     // put in that form once, then compared with each task's bytes, without a String per task.
-    var output = StateFolder.normalize(StateFolder.absolute(path))
-    let folder = StateFolder.normalize(plan.manifest.absoluteDirectory) + "/"
+    var output = FileAccess.normalize(StateFolder.absolute(path))
+    let folder = FileAccess.normalize(plan.manifest.absoluteDirectory) + "/"
     if output.hasPrefix(folder) { output.removeFirst(folder.count) }
     guard let task = plan.tasks.first(where: { !$0.to.isNone && plan.text.equals($0.to, output) }) else { return nil }
     return "it is the destination of task \(plan.id(of: task))"

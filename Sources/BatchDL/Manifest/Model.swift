@@ -34,12 +34,6 @@ public struct Manifest: Sendable {
   }
 }
 
-/// A value that came from `${NAME}` in a place where it may be a credential.
-public struct Secret: Hashable, Sendable {
-  public var name: String
-  public var value: String
-}
-
 public enum SessionKind: String, CaseIterable, Sendable {
   case `default`
   case ephemeral
@@ -60,110 +54,10 @@ public struct Timeouts: Hashable, Sendable {
   public var resource: Interval?
 }
 
-public struct RetryPolicy: Hashable, Sendable {
-  /// Total tries; 1 means no retry.
-  public var attempts: Int
-  public var backoff: Interval
-  public var maxBackoff: Interval
-}
-
 public struct CacheSettings: Hashable, Sendable {
   public var policy: CachePolicy
   public var memory: Int64
   public var disk: Int64
-}
-
-public struct NetworkSettings: Hashable, Sendable {
-  public var allowsCellular: Bool
-  public var allowsExpensive: Bool
-  public var allowsConstrained: Bool
-  public var waitsForConnectivity: Bool
-  public var discretionary: Bool
-  /// Local-time window (`01:00-05:00`) for discretionary tasks, in minutes after midnight.
-  public var window: TimeWindow?
-  public var maxConnectionsPerHost: Int
-  public var maxConcurrent: Int
-  /// Bytes per second for the whole session; nil is unlimited.
-  public var rateLimit: Int64?
-  public var cellularInterfaces: [String]
-  public var expensiveInterfaces: [String]
-  public var constrainedInterfaces: [String]
-  /// `network.segments`: at most this many connections for one download (a task's `segments:`
-  /// overrides it).
-  public var segments = 1
-  /// `network.min_segment_size`: a download is split only into segments at least this long.
-  public var minSegmentSize: Int64 = 16 << 20
-  /// `network.http_version`.
-  public var httpVersion = HTTPVersion.auto
-}
-
-/// `network.http_version`: which HTTP the session's requests ask for.
-public enum HTTPVersion: String, CaseIterable, Sendable {
-  /// HTTP/2 over TLS where the server offers it by ALPN, else HTTP/1.1; HTTP/1.1 on `http://`.
-  case auto
-  /// HTTP/1.1 only.
-  case http1_1 = "1.1"
-  /// HTTP/2: by ALPN over TLS (HTTP/1.1 still when the server offers nothing else), and with prior
-  /// knowledge (h2c) on `http://`.
-  case http2 = "2"
-}
-
-/// A session's `tls:` settings. Paths are absolute (relative ones were read from the manifest's
-/// folder), and the files were there when the manifest was read.
-public struct TLSSettings: Hashable, Sendable {
-  public enum Version: String, CaseIterable, Sendable {
-    case tls1_2 = "1.2"
-    case tls1_3 = "1.3"
-  }
-
-  /// PEM file of the CAs to trust instead of the system's store.
-  public var caFile: String?
-  /// Folder of CA certificates named by subject hash (`c_rehash`), instead of the system's store.
-  public var caPath: String?
-  /// Client certificate (PEM), and its key when `clientKey` is not given.
-  public var clientCert: String?
-  public var clientKey: String?
-  /// The client key's password: a secret.
-  public var keyPassword: String?
-  /// libcurl's `CURLOPT_PINNEDPUBLICKEY`: a public key file, or `sha256//BASE64[;sha256//...]`.
-  public var pinnedPublicKey: String?
-  /// The lowest TLS version accepted.
-  public var minVersion: Version?
-
-  public init() {}
-
-  /// Whether nothing is set.
-  public var isEmpty: Bool { self == TLSSettings() }
-
-  /// `base` with each key `over` gives replaced; the client certificate, its key and the key's
-  /// password go together (a session's certificate never gets the defaults' key or password).
-  static func merged(_ base: TLSSettings, _ over: TLSSettings) -> TLSSettings {
-    var result = base
-    result.caFile = over.caFile ?? base.caFile
-    result.caPath = over.caPath ?? base.caPath
-    if over.clientCert != nil || over.clientKey != nil || over.keyPassword != nil {
-      result.clientCert = over.clientCert
-      result.clientKey = over.clientKey
-      result.keyPassword = over.keyPassword
-    }
-    result.pinnedPublicKey = over.pinnedPublicKey ?? base.pinnedPublicKey
-    result.minVersion = over.minVersion ?? base.minVersion
-    return result
-  }
-
-  /// What the settings trust and present, for a request's identity: paths under `folder` relative
-  /// to it (the same on every machine), the password left out (the key file stands for it).
-  func identity(relativeTo folder: String) -> String {
-    func path(_ value: String?) -> String {
-      guard let value else { return "" }
-      let prefix = folder.hasSuffix("/") ? folder : folder + "/"
-      return value.hasPrefix(prefix) ? String(value.dropFirst(prefix.count)) : value
-    }
-    return [
-      path(caFile), path(caPath), path(clientCert), path(clientKey),
-      pinnedPublicKey.map { $0.hasPrefix("sha256//") ? $0 : path($0) } ?? "", minVersion?.rawValue ?? "",
-    ].joined(separator: "\u{1F}")
-  }
 }
 
 /// Bounds of the source keys.
@@ -172,70 +66,6 @@ extension Limits {
   public static let segments = 64
   /// `network.min_segment_size`: from 1KB.
   public static let minSegmentSize: Int64 = 1 << 10
-}
-
-/// A daily window of local time; `end` may be before `start` (a window across midnight).
-public struct TimeWindow: Hashable, Sendable, CustomStringConvertible {
-  public var start: Int
-  public var end: Int
-
-  /// Parses `HH:MM-HH:MM`.
-  public static func parse(_ text: String) -> TimeWindow? {
-    let parts = text.trimmingSpaces.split(separator: "-", omittingEmptySubsequences: false)
-    guard parts.count == 2, let start = minutes(parts[0]), let end = minutes(parts[1]), start != end
-    else { return nil }
-    return TimeWindow(start: start, end: end)
-  }
-
-  private static func minutes(_ text: Substring) -> Int? {
-    let pieces = String(text).trimmingSpaces.split(separator: ":", omittingEmptySubsequences: false)
-    guard pieces.count == 2, pieces[1].count == 2, let hours = Int(pieces[0]), let mins = Int(pieces[1]),
-      (0...24).contains(hours), (0..<60).contains(mins), hours * 60 + mins <= 24 * 60
-    else { return nil }
-    return hours * 60 + mins
-  }
-
-  /// Whether `minute` (minutes after local midnight) is inside the window.
-  public func contains(minute: Int) -> Bool {
-    start < end ? (minute >= start && minute < end) : (minute >= start || minute < end)
-  }
-
-  public var description: String {
-    func hhmm(_ m: Int) -> String {
-      let h = m / 60
-      let r = m % 60
-      return (h < 10 ? "0\(h)" : "\(h)") + ":" + (r < 10 ? "0\(r)" : "\(r)")
-    }
-    return "\(hhmm(start))-\(hhmm(end))"
-  }
-}
-
-/// One HTTP header as the manifest gives it.
-public struct Header: Hashable, Sendable {
-  public var name: String
-  public var value: String
-  public var mark: SourceMark
-
-  public init(name: String, value: String, mark: SourceMark) {
-    self.name = name
-    self.value = value
-    self.mark = mark
-  }
-}
-
-extension [Header] {
-  /// These headers with `overrides` laid over them: a header of the same name (compared without
-  /// case) is replaced, and keeps the later position. The one rule by which defaults, a session's
-  /// headers and a task's headers combine.
-  public func merged(with overrides: [Header]) -> [Header] {
-    var result = self
-    for header in overrides {
-      let name = header.name.lowercased()
-      result.removeAll { $0.name.lowercased() == name }
-      result.append(header)
-    }
-    return result
-  }
 }
 
 public struct Session: Sendable {

@@ -47,7 +47,7 @@ struct DestinationForm {
 
   /// For a manifest in `manifestDirectory` (absolute).
   init(manifestDirectory: String) {
-    manifestFolderPrefix = PathRules.folderPrefix(StateFolder.normalize(manifestDirectory))
+    manifestFolderPrefix = PathRules.folderPrefix(FileAccess.normalize(manifestDirectory))
   }
 
   /// Before a plan starts: nothing is made relative.

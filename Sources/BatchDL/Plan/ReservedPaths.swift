@@ -53,7 +53,7 @@ struct ReservedPaths {
         }
       }
     }
-    folder(root + "/" + StateFolder.defaultName, "batchdl's state folder")
+    folder(root + "/" + DefaultStateFolder.name, "batchdl's state folder")
     folder(stateFolder, "batchdl's state folder")
   }
 
@@ -76,7 +76,7 @@ struct ReservedPaths {
   }
 
   /// An absolute path without `.`, `..` and empty components (symbolic links are not followed).
-  static func standardized(_ path: String) -> String { StateFolder.normalize(path) }
+  static func standardized(_ path: String) -> String { FileAccess.normalize(path) }
 
   /// Whether a file named `name` (UTF-8) in some folder could be one of them: the list fast path
   /// leaves such names to the general rules.

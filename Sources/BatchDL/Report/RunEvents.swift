@@ -79,15 +79,6 @@ public enum RunEvent: Sendable {
   }
 }
 
-/// How a task ended.
-public enum TaskOutcome: String, Sendable {
-  case completed
-  case unchanged
-  case failed
-  case deferred
-  case cancelled
-}
-
 /// One task's line in the report.
 public struct TaskResult: Sendable {
   public var id: String

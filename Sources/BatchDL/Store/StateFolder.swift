@@ -82,8 +82,6 @@ public struct StateError: Error, CustomStringConvertible {
 /// Every command finds its files through this type, so that `run`, `plan`, `status`, `wait` and
 /// `cache` agree.
 public struct StateFolder: Sendable {
-  public static let defaultName = ".batchdl"
-
   /// The folder `--state` names (or the default), absolute and normalized, without a shard's
   /// sub-folder.
   public let base: String
@@ -97,8 +95,8 @@ public struct StateFolder: Sendable {
   /// The state folder for `manifest`: `option` (against the working directory), else `.batchdl/`
   /// beside the manifest; `shard` selects a sharded run's sub-folder.
   public init(option: String?, manifest: Manifest, shard: Shard? = nil) {
-    let directory = Self.normalize(manifest.absoluteDirectory)
-    base = Self.normalize(option.map(Self.absolute) ?? directory + "/" + Self.defaultName)
+    let directory = FileAccess.normalize(manifest.absoluteDirectory)
+    base = FileAccess.normalize(option.map(Self.absolute) ?? directory + "/" + DefaultStateFolder.name)
     self.shard = shard
     arguments = ([manifest.path] + (option.map { ["--state", $0] } ?? [])).map(Self.quoted).joined(separator: " ")
     scope = StateScope(
@@ -222,38 +220,6 @@ public struct StateFolder: Sendable {
     }
   }
 
-  /// What earlier runs recorded for this manifest here.
-  public func prior() throws(StateError) -> PriorState {
-    try load(try openStore(readOnly: true))
-  }
-
-  /// What `store` (opened from this folder) holds for this manifest.
-  public func load(_ store: StateStore?) throws(StateError) -> PriorState {
-    do {
-      return try PriorState.load(from: store)
-    } catch {
-      throw StateError(error, database: database, arguments: arguments)
-    }
-  }
-
-  /// What every run recorded for this manifest: unsharded, then each shard's folder. A task
-  /// recorded in several keeps its first completed (or unchanged) result.
-  public func priorOfAllShards() throws(StateError) -> PriorState {
-    var merged = try forShard(nil).prior()
-    for shard in shards() {
-      let prior = try forShard(shard).prior()
-      for result in prior.results.values {
-        let kept = merged.results[result.taskID]?.outcome
-        if kept != TaskOutcome.completed.rawValue && kept != TaskOutcome.unchanged.rawValue {
-          merged.results.add(result)
-        }
-      }
-      merged.checkpoints.merge(prior.checkpoints) { kept, _ in kept }
-      merged.budgets.merge(prior.budgets) { kept, _ in kept }
-    }
-    return merged
-  }
-
   /// Deletes the database and SQLite's files beside it (a damaged database that SQLite cannot
   /// open); returns whether there was one.
   @discardableResult
@@ -278,19 +244,6 @@ public struct StateFolder: Sendable {
   /// `path` made absolute against the working directory.
   public static func absolute(_ path: String) -> String {
     path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
-  }
-
-  /// An absolute path without `.`, `..` and empty parts.
-  public static func normalize(_ path: String) -> String {
-    var parts: [Substring] = []
-    for part in path.split(separator: "/") {
-      switch part {
-      case ".": continue
-      case "..": _ = parts.popLast()
-      default: parts.append(part)
-      }
-    }
-    return "/" + parts.joined(separator: "/")
   }
 
   /// `path` relative to the folder `base` (both absolute and normalized).

@@ -134,6 +134,19 @@ public enum FileAccess {
       return withBytes(of: relative) { buffer[end...].initialize(fromContentsOf: $0) }
     }
   }
+
+  /// An absolute path without `.`, `..` and empty parts.
+  public static func normalize(_ path: String) -> String {
+    var parts: [Substring] = []
+    for part in path.split(separator: "/") {
+      switch part {
+      case ".": continue
+      case "..": _ = parts.popLast()
+      default: parts.append(part)
+      }
+    }
+    return "/" + parts.joined(separator: "/")
+  }
 }
 
 /// Why a file cannot be read: the system's words, or a limit the file passes.
