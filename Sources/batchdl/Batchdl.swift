@@ -1,5 +1,6 @@
 import ArgumentParser
 import BatchDL
+import BatchDLSupport
 
 #if canImport(Glibc)
   import Glibc

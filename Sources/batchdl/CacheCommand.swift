@@ -1,5 +1,7 @@
 import ArgumentParser
 import BatchDL
+import BatchDLStore
+import BatchDLSupport
 
 #if canImport(Glibc)
   import Glibc

@@ -1,5 +1,8 @@
 import ArgumentParser
 import BatchDL
+import BatchDLPlan
+import BatchDLStore
+import BatchDLSupport
 
 /// What every command that works on one manifest does first: check and plan it, print its
 /// problems and warnings, and exit 2 when it is invalid. `descriptors`: whether documents named by

@@ -1,5 +1,7 @@
 import ArgumentParser
 import BatchDL
+import BatchDLPlan
+import BatchDLSupport
 
 struct PlanCommand: ParsableCommand {
   static let configuration = CommandConfiguration(

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BatchDL
+import BatchDLSupport
 
 struct ReportCommand: ParsableCommand {
   static let configuration = CommandConfiguration(

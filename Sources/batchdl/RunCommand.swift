@@ -1,5 +1,8 @@
 import ArgumentParser
 import BatchDL
+import BatchDLPlan
+import BatchDLStore
+import BatchDLSupport
 import Foundation
 
 extension ProgressMode: ExpressibleByArgument {}

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BatchDL
+import BatchDLSupport
 
 struct ValidateCommand: ParsableCommand {
   static let configuration = CommandConfiguration(

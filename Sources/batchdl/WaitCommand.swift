@@ -1,5 +1,6 @@
 import ArgumentParser
 import BatchDL
+import BatchDLSupport
 
 struct WaitCommand: ParsableCommand {
   static let configuration = CommandConfiguration(

@@ -1,4 +1,5 @@
 import BatchDL
+import BatchDLTransfer
 import Foundation
 import TestServer
 import TestSupport

@@ -1,4 +1,5 @@
 import BatchDL
+import BatchDLStore
 import Foundation
 import TestServer
 import TestSupport

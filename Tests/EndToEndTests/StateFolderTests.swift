@@ -1,4 +1,6 @@
 import BatchDL
+import BatchDLStore
+import BatchDLSupport
 import Foundation
 import TestServer
 import TestSupport

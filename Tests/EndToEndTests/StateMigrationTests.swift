@@ -4,6 +4,8 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLStore
+@testable import BatchDLSupport
 
 /// A state folder written by an earlier batchdl (schema 1: no manifest column, absolute partial
 /// paths) keeps its results and checkpoints.

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLStore
+@testable import BatchDLTransfer
 
 @Suite struct CacheControlTests {
   @Test func directivesAreReadWithoutRegardToCase() {

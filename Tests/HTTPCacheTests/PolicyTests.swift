@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLStore
 
 @Suite struct PolicyTests {
   /// A cache holding `stale` (max-age=1, must-revalidate, no validator) stored at `start`.

@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLStore
 
 @Suite struct StorageTests {
   @Test func setCookieIsNeverStored() throws {

@@ -2,6 +2,8 @@ import Foundation
 import TestSupport
 
 @testable import BatchDL
+@testable import BatchDLStore
+@testable import BatchDLTransfer
 
 /// The time every test starts at: Tue, 14 Nov 2023 22:13:20 GMT.
 let start = Date(timeIntervalSince1970: 1_700_000_000)

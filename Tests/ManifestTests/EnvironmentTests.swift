@@ -2,6 +2,8 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLManifest
+@testable import BatchDLSupport
 
 /// `${VAR}` expansion: where it applies, its errors (pointing at the `$`), fallbacks and escapes.
 @Suite struct EnvironmentTests {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLManifest
 
 /// Only UTF-8 documents are read: libxml2 crashed switching to some declared encodings, and a
 /// `<!DOCTYPE>` in UTF-16 passed the check on the bytes.

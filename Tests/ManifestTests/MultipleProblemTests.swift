@@ -2,6 +2,8 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLManifest
+@testable import BatchDLSupport
 
 /// Every problem of a manifest is reported at once, in order of position.
 @Suite struct MultipleProblemTests {

@@ -2,6 +2,7 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLSupport
 
 /// Numbers past the documented maximums are refused where they are written, before anything could
 /// compute with them.

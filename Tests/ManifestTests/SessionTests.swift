@@ -2,6 +2,8 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLManifest
+@testable import BatchDLTransfer
 
 /// Session names, kinds, choices with suggestions, identifiers, and how defaults are inherited.
 @Suite struct SessionTests {

@@ -2,6 +2,8 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLManifest
+@testable import BatchDLSupport
 
 /// `mirrors`, `segments`, `network.min_segment_size` and `metalink:` entries: read, range-checked and
 /// reported at FILE:LINE:COLUMN like every other key.

@@ -2,6 +2,7 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLManifest
 
 /// Checks that `yaml` yields exactly `expected`, in that order (diagnostics come sorted by position).
 func expectProblems(

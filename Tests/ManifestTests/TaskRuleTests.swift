@@ -2,6 +2,8 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLManifest
+@testable import BatchDLSupport
 
 /// Rules between a task's keys and its session: background limits, upload sources, checksums.
 @Suite struct TaskRuleTests {

@@ -1,6 +1,8 @@
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLSupport
+@testable import BatchDLTransfer
 
 /// Size, duration and time-window parsing.
 @Suite struct UnitsTests {

@@ -2,6 +2,7 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLManifest
 
 /// Unknown keys are reported at every level of the manifest, with "did you mean" when one is close.
 @Suite struct UnknownKeyTests {

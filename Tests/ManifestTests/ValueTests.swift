@@ -2,6 +2,9 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLManifest
+@testable import BatchDLSupport
+@testable import BatchDLTransfer
 
 /// Sizes, durations, rates, windows and paths as the manifest writes them.
 @Suite struct ValueTests {

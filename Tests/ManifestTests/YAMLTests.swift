@@ -2,6 +2,7 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLManifest
 
 /// Problems of the YAML itself: duplicates, key types, documents, syntax, emptiness and aliases.
 @Suite struct YAMLTests {

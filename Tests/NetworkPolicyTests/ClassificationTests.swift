@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLTransfer
 
 @Suite struct ClassificationTests {
   @Test func globsMatchLikeFnmatch() {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLTransfer
 
 @Suite struct DiscretionaryTests {
   let utc = TimeZone(identifier: "UTC") ?? .current

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLTransfer
 
 /// A session's network settings, the manifest's defaults unless given.
 func settings(

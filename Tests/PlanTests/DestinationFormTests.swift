@@ -1,6 +1,9 @@
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLManifest
+@testable import BatchDLPlan
+@testable import BatchDLSupport
 
 /// The one normalization of a destination (`RelativeDestination`) and the one form the plan keeps
 /// it in (`DestinationForm`).

@@ -3,6 +3,8 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLManifest
+@testable import BatchDLSupport
 
 /// List files that are not files, that never end or that pass the limits, and messages that quote
 /// credentials from the manifest or its list files.

@@ -2,6 +2,8 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLPlan
+@testable import BatchDLSupport
 
 /// `list:` entries: one task per line of a file of URLs.
 @Suite struct ListFileTests {

@@ -2,6 +2,9 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLManifest
+@testable import BatchDLPlan
+@testable import BatchDLSupport
 
 /// A `metalink:` entry expands to one download per `<file>` of its document: sources in priority
 /// order (the first is the task's URL, the others its mirrors), `<size>` and the strongest `<hash>`

@@ -3,6 +3,8 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLPlan
+@testable import BatchDLSupport
 
 /// `batchdl plan` output: text for people, JSON for machines, never a secret.
 @Suite struct PlanListingTests {

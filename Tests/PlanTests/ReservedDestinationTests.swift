@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLManifest
 
 /// No destination names a file batchdl reads or keeps: the manifest, its lists and documents, the
 /// files it trusts, its state folder, or a partial file of another download.

@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLSupport
 
 /// Secrets from `${VAR}`: every spelling they take once encoded is masked, and no file name (hence
 /// no id, destination or partial file in the state folder) is made from one.

@@ -2,6 +2,7 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLPlan
 
 /// `--shard I/N`: disjoint, complete, stable as the manifest grows, and `after:` groups kept together.
 @Suite struct ShardTests {

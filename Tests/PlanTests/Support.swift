@@ -3,6 +3,8 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLPlan
+@testable import BatchDLSupport
 
 /// A plan together with the folder its manifest was written to (kept alive for the test's length).
 struct Planned {

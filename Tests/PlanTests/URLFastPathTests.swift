@@ -1,6 +1,7 @@
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLSupport
 
 @Suite struct URLFastPathTests {
   /// Spellings of each part of a URL, the plain and the tricky.

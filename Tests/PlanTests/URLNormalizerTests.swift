@@ -1,6 +1,7 @@
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLSupport
 
 /// `URLNormalizer` on its own: the canonical form two spellings of one URL must share.
 @Suite struct URLNormalizerTests {

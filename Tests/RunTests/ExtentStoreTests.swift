@@ -3,6 +3,8 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLStore
+@testable import BatchDLSupport
 
 /// A segmented download's extents in the state store (schema 3), and the migration from schema 2.
 @Suite struct ExtentStoreTests {

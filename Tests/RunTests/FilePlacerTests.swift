@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLTransfer
 
 @Suite struct FilePlacerTests {
   @Test func itMakesFoldersAndWritesAndCopiesFilesWhole() throws {

@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLSupport
 
 @Suite struct FolderStatusTests {
   @Test func givesTheAnswersOfAStatOfTheWholePath() throws {

@@ -2,6 +2,9 @@ import Foundation
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLStore
+@testable import BatchDLSupport
+@testable import BatchDLTransfer
 
 @Suite struct JobBuilderTests {
   static let yaml = """

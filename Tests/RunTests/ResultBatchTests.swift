@@ -3,6 +3,8 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLPlan
+@testable import BatchDLStore
 
 /// Results written in batches (several rows a statement, text bound where it lies) read back as
 /// they were given.

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLStore
+@testable import BatchDLSupport
 
 @Suite struct StateRecorderTests {
   @Test func resultsAreRecordedAndEphemeralSessionsRecordNothing() throws {

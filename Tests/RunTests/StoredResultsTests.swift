@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLPlan
+@testable import BatchDLStore
 
 @Suite struct StoredResultsTests {
   static func result(

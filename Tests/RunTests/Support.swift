@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLPlan
 
 /// Plans `yaml` in a new folder; fails the test when it does not plan.
 func planned(_ yaml: String, files: [String: String] = [:]) throws -> (folder: TemporaryDirectory, plan: Plan) {

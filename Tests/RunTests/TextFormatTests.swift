@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLSupport
 
 @Suite struct TextFormatTests {
   @Test func numbersReadAsPrintfWritesThem() {

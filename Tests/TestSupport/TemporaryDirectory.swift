@@ -1,4 +1,6 @@
 import BatchDL
+import BatchDLManifest
+import BatchDLPlan
 import Foundation
 
 /// A folder under the system's temporary directory, removed when the value is released.

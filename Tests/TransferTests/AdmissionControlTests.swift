@@ -1,6 +1,7 @@
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLTransfer
 
 /// Which job goes next, without sockets: the plan's order across queues, the global, session and
 /// host caps, and HTTP/2 lifting the host cap.

@@ -2,6 +2,8 @@ import Crypto
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLSupport
+@testable import BatchDLTransfer
 
 /// How a body that fails its check is told: to the engine, as the failure of the source that sent
 /// it; to the run, as the failure of a task whose file is not placed. Codes and messages are the

@@ -4,6 +4,8 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLSupport
+@testable import BatchDLTransfer
 
 /// Whether a body is what its task expects, by everything the task has: the one rule the engine
 /// (sources, pieces, segments, repair) and the run (before it places a file) go through. Each row:

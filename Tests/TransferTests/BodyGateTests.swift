@@ -1,6 +1,7 @@
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLTransfer
 
 /// The gate's table: every response a server can give to a request with or without a range, and
 /// what may be written of its body.

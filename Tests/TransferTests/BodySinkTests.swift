@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLTransfer
 
 @Suite struct BodySinkTests {
   func hex(_ bytes: [UInt8]) -> String { SHA256.hash(data: bytes).hexString }

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLSupport
+@testable import BatchDLTransfer
 
 @Suite struct EngineToolTests {
   @Test func aRateBucketSpendsAndRefills() {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLTransfer
 
 @Suite struct FailureCodeTests {
   static let numbered: [FailureCode] = [.http(200), .http(404), .http(599), .curl(0), .curl(7), .curl(99)]

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLTransfer
 
 /// Which headers go to which origin: the one rule every request passes (redirects, mirrors,
 /// segments, repairs and the sources a document names all make requests to other URLs).

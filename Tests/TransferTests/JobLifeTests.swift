@@ -1,6 +1,8 @@
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLSupport
+@testable import BatchDLTransfer
 
 /// A job's life without sockets: each event in, the actions out, as the engine would carry them out.
 @Suite struct JobLifeTests {

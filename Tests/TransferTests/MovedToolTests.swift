@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLSupport
+@testable import BatchDLTransfer
 
 @Suite struct MovedToolTests {
   @Test func aMinHeapSortsLikeSortedAndReportsItsSize() {
@@ -37,7 +39,7 @@ import Testing
   }
 
   @Test func aFlagSetOnAnotherThreadIsSeen() {
-    let flag = Flag()
+    let flag = AtomicFlag()
     #expect(!flag.isSet)
     DispatchQueue.global().sync { flag.set() }
     #expect(flag.isSet)

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLSupport
+@testable import BatchDLTransfer
 
 @Suite struct ObserverRelayTests {
   /// Records the calls it gets, and on which thread.

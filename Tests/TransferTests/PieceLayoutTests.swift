@@ -1,6 +1,9 @@
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLManifest
+@testable import BatchDLSupport
+@testable import BatchDLTransfer
 
 /// The one piece arithmetic: Metalink's `<pieces>` and the engine's piece digests cut a file the
 /// same way.

@@ -1,6 +1,8 @@
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLSupport
+@testable import BatchDLTransfer
 
 /// The one backoff of every retry: doubled per try, capped, with equal jitter, and never shorter
 /// than the server's `Retry-After`.

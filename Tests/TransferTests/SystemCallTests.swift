@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLSupport
 
 @Suite struct SystemCallTests {
   /// More than a pipe holds (64 KiB), so `writeAll` must wait for the reader and write in parts.
@@ -14,7 +15,7 @@ import Testing
     let (reader, writer) = (ends[0], ends[1])
     defer { close(reader) }
     let writing = DispatchGroup()
-    let wrote = Flag()
+    let wrote = AtomicFlag()
     DispatchQueue.global().async(group: writing) {
       if bytes.withUnsafeBytes({ SystemCalls.writeAll(writer, $0) }) { wrote.set() }
       close(writer)

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import BatchDL
+@testable import BatchDLTransfer
 
 /// TLS failures say which of the session's `tls:` settings answers them, after libcurl's words.
 @Suite struct TLSFailureTests {

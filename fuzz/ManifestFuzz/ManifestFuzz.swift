@@ -6,6 +6,8 @@
 // under libFuzzer's -timeout and -rss_limit_mb is a finding.
 
 import BatchDL
+import BatchDLManifest
+import BatchDLPlan
 
 #if canImport(Glibc)
   import Glibc

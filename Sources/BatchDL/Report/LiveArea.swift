@@ -1,3 +1,4 @@
+import BatchDLSupport
 import Foundation
 
 #if canImport(Glibc)

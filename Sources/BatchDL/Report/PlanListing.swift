@@ -1,3 +1,6 @@
+import BatchDLPlan
+import BatchDLSupport
+
 /// Prints a plan for people (`batchdl plan`) or machines (`batchdl plan --json`).
 public struct PlanListing {
   public let plan: Plan

@@ -1,3 +1,5 @@
+import BatchDLSupport
+import BatchDLTransfer
 import Foundation
 
 /// How a run shows progress (`--progress`).

@@ -1,3 +1,7 @@
+import BatchDLManifest
+import BatchDLStore
+import BatchDLSupport
+import BatchDLTransfer
 import Foundation
 
 /// A report read back from its JSON (`batchdl-report/1`).

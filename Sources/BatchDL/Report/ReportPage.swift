@@ -1,3 +1,7 @@
+import BatchDLManifest
+import BatchDLStore
+import BatchDLSupport
+import BatchDLTransfer
 import Crypto
 import Foundation
 

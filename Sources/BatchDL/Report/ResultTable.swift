@@ -1,3 +1,7 @@
+import BatchDLPlan
+import BatchDLStore
+import BatchDLTransfer
+
 /// A run's task results, kept for the report: a fixed row per task and the text of digests and
 /// error messages in one arena. A task's id, session, kind, URL and destination are the plan's
 /// and are made again when the report is written, so a row holds about 200 bytes where a

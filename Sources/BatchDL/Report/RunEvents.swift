@@ -1,3 +1,8 @@
+import BatchDLManifest
+import BatchDLPlan
+import BatchDLStore
+import BatchDLSupport
+import BatchDLTransfer
 import Foundation
 
 /// What happened to a task, named after URLSession's delegate callbacks. Reports, the event log and

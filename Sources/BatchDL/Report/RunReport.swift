@@ -1,3 +1,6 @@
+import BatchDLPlan
+import BatchDLSupport
+import BatchDLTransfer
 import Foundation
 
 /// A session's `on_finished` command as it ended.

@@ -1,3 +1,7 @@
+import BatchDLManifest
+import BatchDLPlan
+import BatchDLStore
+import BatchDLSupport
 import Foundation
 
 /// What a background session's worker last said about itself (`workers/ID.json`).

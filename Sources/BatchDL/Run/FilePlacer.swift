@@ -1,3 +1,6 @@
+import BatchDLPlan
+import BatchDLSupport
+import BatchDLTransfer
 import Foundation
 
 #if canImport(Glibc)

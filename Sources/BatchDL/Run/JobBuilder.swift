@@ -1,3 +1,7 @@
+import BatchDLPlan
+import BatchDLStore
+import BatchDLSupport
+import BatchDLTransfer
 import Foundation
 
 /// Turns the plan's requests into the engine's jobs: each request's transfer (headers, body, where

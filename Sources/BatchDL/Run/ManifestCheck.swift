@@ -1,3 +1,7 @@
+import BatchDLManifest
+import BatchDLPlan
+import BatchDLStore
+import BatchDLSupport
 import Foundation
 
 /// Loads a manifest and plans it: what every command does before anything else.

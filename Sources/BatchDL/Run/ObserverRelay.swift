@@ -1,3 +1,5 @@
+import BatchDLSupport
+import BatchDLTransfer
 import Foundation
 
 /// Hands the engine's calls to an observer on a thread of its own, in order, so that the engine's

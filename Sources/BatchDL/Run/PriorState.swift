@@ -1,3 +1,6 @@
+import BatchDLPlan
+import BatchDLStore
+import BatchDLSupport
 import Foundation
 
 /// What a request needs this run, given what earlier runs left in the state folder.

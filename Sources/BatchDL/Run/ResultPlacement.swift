@@ -1,3 +1,6 @@
+import BatchDLPlan
+import BatchDLSupport
+import BatchDLTransfer
 import Foundation
 
 /// What a finished transfer's body becomes: checked against its tasks' expectations, then put in

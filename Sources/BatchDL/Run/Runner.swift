@@ -1,3 +1,7 @@
+import BatchDLPlan
+import BatchDLStore
+import BatchDLSupport
+import BatchDLTransfer
 import Crypto
 import Foundation
 
@@ -78,7 +82,7 @@ public final class Runner {
   /// Requests of this run (plan order, this shard).
   private let requests: [Int32]
   /// Set from the signal handler's queue; read on the engine's thread.
-  private let interrupted = Flag()
+  private let interrupted = AtomicFlag()
 
   public init(plan: Plan, options: RunOptions) {
     self.plan = plan

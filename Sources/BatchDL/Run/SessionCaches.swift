@@ -1,3 +1,6 @@
+import BatchDLPlan
+import BatchDLStore
+
 /// The sessions' HTTP caches, which decide whether a data task needs a request at all, and keep
 /// the responses that may answer the next run. The run's bookkeeping owns them (relay thread).
 final class SessionCaches {

@@ -1,3 +1,5 @@
+import BatchDLStore
+
 /// What a state folder holds for a manifest, read as the run reads it (`PriorState`).
 extension StateFolder {
   /// What earlier runs recorded for this manifest here.

@@ -1,3 +1,7 @@
+import BatchDLPlan
+import BatchDLStore
+import BatchDLSupport
+import BatchDLTransfer
 import Foundation
 
 /// Records what a run did in the state folder, for the next run: checkpoints as transfers reach

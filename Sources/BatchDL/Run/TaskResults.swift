@@ -1,3 +1,7 @@
+import BatchDLPlan
+import BatchDLStore
+import BatchDLSupport
+import BatchDLTransfer
 import Crypto
 import Foundation
 

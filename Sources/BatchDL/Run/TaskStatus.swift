@@ -1,3 +1,8 @@
+import BatchDLManifest
+import BatchDLPlan
+import BatchDLStore
+import BatchDLSupport
+import BatchDLTransfer
 import Foundation
 
 /// Where each task of a manifest stands, from the state folder and the files on disk

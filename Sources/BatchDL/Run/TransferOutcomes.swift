@@ -1,3 +1,6 @@
+import BatchDLPlan
+import BatchDLSupport
+import BatchDLTransfer
 import Foundation
 
 /// The engine's calls: what each says about the run's tasks (events, progress, results, checkpoints).

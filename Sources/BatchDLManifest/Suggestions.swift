@@ -1,0 +1,43 @@
+/// "Did you mean" for misspelled keys and values.
+package enum Suggestions {
+  /// The closest of `candidates` to `word`, if it is close enough to be a likely typo.
+  package static func closest(to word: String, in candidates: [String]) -> String? {
+    let lowered = word.lowercased()
+    var best: (candidate: String, distance: Int)?
+    for candidate in candidates {
+      let distance = editDistance(lowered, candidate.lowercased())
+      if distance < (best?.distance ?? Int.max) { best = (candidate, distance) }
+    }
+    guard let best else { return nil }
+    let allowed = max(1, min(3, word.count / 3))
+    return best.distance <= allowed ? best.candidate : nil
+  }
+
+  /// Levenshtein distance, counting a swap of two neighbours as one edit.
+  package static func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a.unicodeScalars)
+    let b = Array(b.unicodeScalars)
+    if a.isEmpty { return b.count }
+    if b.isEmpty { return a.count }
+    var previous2 = [Int](repeating: 0, count: b.count + 1)
+    var previous = Array(0...b.count)
+    var current = [Int](repeating: 0, count: b.count + 1)
+    for i in 1...a.count {
+      current[0] = i
+      for j in 1...b.count {
+        let cost = a[i - 1] == b[j - 1] ? 0 : 1
+        current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+        if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
+          current[j] = min(current[j], previous2[j - 2] + 1)
+        }
+      }
+      (previous2, previous, current) = (previous, current, previous2)
+    }
+    return previous[b.count]
+  }
+
+  /// `; did you mean 'x'?` or nothing.
+  package static func hint(for word: String, in candidates: [String]) -> String {
+    closest(to: word, in: candidates).map { "; did you mean '\($0)'?" } ?? ""
+  }
+}

@@ -1,0 +1,239 @@
+import BatchDLManifest
+import BatchDLSupport
+import BatchDLTransfer
+
+/// The identity of a request: the first 128 bits of the SHA-256 of its session kind, method,
+/// normalized URL, effective headers and body.
+public struct RequestKey: Hashable, Sendable, Comparable, CustomStringConvertible {
+  public var high: UInt64
+  public var low: UInt64
+
+  public init(high: UInt64, low: UInt64) {
+    self.high = high
+    self.low = low
+  }
+
+  /// 32 lower-case hexadecimal digits.
+  public var description: String {
+    withBytes { hexDigits($0) }
+  }
+
+  /// Calls `body` with the key's 16 bytes, in the order its digits are written.
+  package func withBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+    withUnsafeBytes(of: (high.bigEndian, low.bigEndian), body)
+  }
+
+  /// The first 12 digits, enough to tell requests apart in a listing.
+  public var short: String { String(description.prefix(12)) }
+
+  public static func < (lhs: RequestKey, rhs: RequestKey) -> Bool {
+    (lhs.high, lhs.low) < (rhs.high, rhs.low)
+  }
+}
+
+/// Where a planned task was declared: a task entry of a session, and for `list:` entries the line.
+public struct TaskOrigin: Hashable, Sendable {
+  public var session: Int
+  public var entry: Int
+}
+
+/// One task after `list:` expansion.
+public struct PlannedTask: Sendable {
+  /// Index into `Manifest.sessions`.
+  public var session: Int32
+  /// Index into that session's `tasks`.
+  public var entry: Int32
+  /// Line in the `list:` file, or 0 for a task declared in the manifest.
+  public var line: Int32
+  public var kind: TaskKind
+  /// Index into `Plan.requests` (scheduled order).
+  public var request: Int32
+  /// The next task that shares this task's request, or -1.
+  public var nextSharing: Int32
+  /// In `Plan.text`; read with `Plan.id(of:)`.
+  public var id: TextRef
+  /// The URL as written, after `${VAR}` expansion; read with `Plan.url(of:)`.
+  public var url: TextRef
+  /// The destination relative to the manifest's folder (or absolute), or `.none` for a data task
+  /// without `to:`; read with `Plan.destination(of:)`.
+  public var to: TextRef
+  /// Index into `Plan.expectations` for a task whose size and digest come from a document (a
+  /// Metalink file), or -1: a task declared in the manifest keeps its own `size:` and `sha256:`.
+  public var expectation: Int32 = -1
+}
+
+/// What a download must be for its file to be put in place: its length and its digest.
+public struct TaskExpectation: Hashable, Sendable {
+  public var size: Int64?
+  public var digest: ExpectedDigest?
+  /// A Metalink file's piece digests: checked piece by piece when the whole file's digest fails.
+  public var pieces: MetalinkPieces?
+
+  public init(size: Int64? = nil, digest: ExpectedDigest? = nil, pieces: MetalinkPieces? = nil) {
+    self.size = size
+    self.digest = digest
+    self.pieces = pieces
+  }
+
+  /// The expected SHA-256 (what every download computes as it goes), when that is the digest.
+  public var sha256: String? { digest?.algorithm == .sha256 ? digest?.hex : nil }
+
+  public var isEmpty: Bool { size == nil && digest == nil && pieces == nil }
+}
+
+/// What became of a document a `metalink:` entry names by URL, fetched before planning.
+public enum DescriptorOutcome: String, Sendable {
+  /// Fetched now (a new or changed copy, stored in the state folder).
+  case fetched
+  /// The server answered 304 to the conditional request: the stored copy is current.
+  case notModified = "not-modified"
+  /// The stored copy was used without asking (`validate`, `plan --offline`), or because the server
+  /// could not be reached.
+  case storedCopy = "stored-copy"
+  /// Neither fetched nor stored, or not a usable document: the entry's tasks fail with `descriptor`.
+  case failed
+  /// Not fetched (`validate`, `plan --offline`) and no stored copy: the entry lists no tasks.
+  case missing
+}
+
+/// A document fetched before planning, as the plan and the report show it.
+public struct PlannedDescriptor: Sendable {
+  public var session: Int32
+  public var entry: Int32
+  /// The URL, user-info and secrets masked.
+  public var url: String
+  public var outcome: DescriptorOutcome
+  /// SHA-256 of the document's bytes, when there were any.
+  public var sha256: String?
+  /// Why the entry's tasks fail (`outcome == .failed`), masked.
+  public var failure: String?
+  /// A task that stands for the entry's unknown files in reports when the document failed; it has
+  /// no request (`request == -1`) and is not in `Plan.tasks`.
+  public var task: PlannedTask?
+}
+
+/// A file of a document that the plan leaves out; see `Plan.refusedFiles`.
+public struct RefusedFile: Sendable {
+  /// Stands for the file in reports: no request (`request == -1`), no destination.
+  public var task: PlannedTask
+  public var code: FailureCode
+  /// Why, masked.
+  public var message: String
+}
+
+/// One request to send: the tasks that share it, in scheduled order.
+public struct PlannedRequest: Sendable {
+  public var key: RequestKey
+  public var method: String
+  /// The normalized URL, in `Plan.text` (secrets included: mask it with `Redactor.url` before
+  /// printing).
+  public var url: TextRef
+  /// Index into `Plan.hosts`.
+  public var host: Int32
+  /// The session of the first task that asked for this request; its settings apply.
+  public var session: Int32
+  public var priority: Priority
+  /// The first task in manifest order that asked for it.
+  public var firstTask: Int32
+  public var taskCount: Int32
+  /// Requests (indices into `Plan.requests`) that must complete first.
+  public var dependencies: [Int32]
+  /// The key that decides the shard: the smallest key of the requests joined to this one by `after:`
+  /// that wait for nothing themselves.
+  public var shardKey: RequestKey
+  /// Other URLs serving the same bytes (normalized, in `Plan.text`), in the order to try them after
+  /// `url`: the tasks' `mirrors:` and their sessions' `mirrors:` maps.
+  public var mirrors: [TextRef] = []
+}
+
+/// What `plan` and `run` work from: every task once, every request once, in the order to send them.
+public struct Plan: Sendable {
+  public var manifest: Manifest
+  /// Storage of the tasks' and requests' URLs, ids and destinations.
+  public var text: TextArena
+  /// Tasks in manifest order (list lines in file order).
+  public var tasks: [PlannedTask]
+  /// Requests in the order they were first asked for.
+  public var requests: [PlannedRequest]
+  /// Indices into `requests` in the order to send them: `after:` first, then priority, then
+  /// round-robin across hosts.
+  public var order: [Int32]
+  /// Host names with non-default ports, as per-host caps count them.
+  public var hosts: [String]
+  /// Tasks that repeated an earlier task exactly and were merged into it.
+  public var mergedDuplicates: Int
+  public var warnings: [Diagnostic]
+  /// Sizes and digests of tasks whose documents give them (`PlannedTask.expectation`).
+  public var expectations: [TaskExpectation] = []
+  /// Documents given by URL (`metalink:`), in manifest order.
+  public var descriptors: [PlannedDescriptor] = []
+  /// Files of documents that were left out: a name that is refused (`unsafe-path`), a `<file>`
+  /// the document gets wrong (`descriptor`), a destination that clashes with another task's
+  /// (`conflict`). Each fails in the run as one task, its id the document and the name
+  /// (`DOCUMENT#NAME`); it has no request and is not in `tasks`.
+  public var refusedFiles: [RefusedFile] = []
+  /// Requests whose tasks wait (`after:`) for an id no task has, in a plan that a failed document
+  /// left without that document's files: the id, and the document that failed. They fail with
+  /// `dependency` instead of running, and so does whatever waits for them.
+  public var unresolvedAfter: [Int32: (id: String, document: String)] = [:]
+
+  /// The size and digest a download must have, wherever they were written: the task's `size:` and
+  /// `sha256:`, or its Metalink `<size>` and `<hash>`. Nil when nothing is expected.
+  public func expectation(of task: PlannedTask) -> TaskExpectation? {
+    if task.expectation >= 0 { return expectations[Int(task.expectation)] }
+    guard case .task(let spec) = entry(of: task), spec.size != nil || spec.sha256 != nil else { return nil }
+    return TaskExpectation(
+      size: spec.size, digest: spec.sha256.map { ExpectedDigest(algorithm: .sha256, hex: $0.lowercased()) })
+  }
+
+  /// The tasks sharing `request`, in manifest order: a walk along the plan's chain of them, not
+  /// an array (a run asks for the tasks of each request some six times).
+  public func tasks(of request: PlannedRequest) -> SharingTasks {
+    SharingTasks(tasks: tasks, first: request.firstTask, count: Int(request.taskCount))
+  }
+
+  public func id(of task: PlannedTask) -> String { text.string(task.id) }
+  public func url(of task: PlannedTask) -> String { text.string(task.url) }
+  public func destination(of task: PlannedTask) -> String? { text.optionalString(task.to) }
+  public func url(of request: PlannedRequest) -> String { text.string(request.url) }
+
+  /// The session a request belongs to.
+  public func session(of request: PlannedRequest) -> Session { manifest.sessions[Int(request.session)] }
+
+  /// The declaration a task came from.
+  public func entry(of task: PlannedTask) -> TaskEntry {
+    manifest.sessions[Int(task.session)].tasks[Int(task.entry)]
+  }
+
+  /// The shard of `request` among `count` shards.
+  public func shard(of request: PlannedRequest, count: Int) -> Int {
+    Shard.bucket(for: request.shardKey, count: count)
+  }
+}
+
+/// The tasks that share one request, in manifest order (at least one).
+public struct SharingTasks: Sequence {
+  fileprivate let tasks: [PlannedTask]
+  fileprivate let first: Int32
+  /// How many there are.
+  public let count: Int
+
+  /// The first of them, the one in whose name a request is reported.
+  public var firstTask: PlannedTask { tasks[Int(first)] }
+
+  public var underestimatedCount: Int { count }
+
+  public func makeIterator() -> Iterator { Iterator(tasks: tasks, position: first) }
+
+  public struct Iterator: IteratorProtocol {
+    fileprivate let tasks: [PlannedTask]
+    fileprivate var position: Int32
+
+    public mutating func next() -> PlannedTask? {
+      guard position >= 0 else { return nil }
+      let task = tasks[Int(position)]
+      position = task.nextSharing
+      return task
+    }
+  }
+}

@@ -1,0 +1,196 @@
+import BatchDLManifest
+import BatchDLSupport
+import Crypto
+
+/// Expands `list:` files, normalizes URLs, deduplicates identical requests and orders them.
+///
+/// It checks everything that needs the whole task list: destinations written by two different
+/// requests, ids, `after:` references and cycles. It never touches the network.
+public struct Planner {
+  /// Problems reported per `list:` file before the rest are only counted.
+  public var maxProblemsPerList = 50
+
+  public init() {}
+
+  /// Plans `manifest`; `warnings` (the loader's diagnostics) are carried into the plan or the error
+  /// alongside the planner's own. When they hold errors, the manifest is partial (tasks with
+  /// problems were left out), so references to unknown ids are not reported again.
+  ///
+  /// `descriptors` holds the documents that `metalink:` entries name by URL (fetched or stored by
+  /// the command); without one, such an entry lists no tasks, with a warning.
+  ///
+  /// `stateFolder`: the state folder the command uses (absolute), which no destination may name;
+  /// the default one beside the manifest is never a destination either.
+  public func plan(
+    _ manifest: Manifest, warnings: [Diagnostic] = [], descriptors: DescriptorSet? = nil, stateFolder: String? = nil
+  ) throws(ManifestError) -> Plan {
+    var clashes: [DocumentFile: String] = [:]
+    var builder: PlanBuilder
+    // A document's file whose destination clashes with another task's is left out, and the plan
+    // made again without it (taking files out makes no new clash: twice at most).
+    repeat {
+      builder = PlanBuilder(manifest: manifest, maxProblemsPerList: maxProblemsPerList)
+      builder.reserved = ReservedPaths(manifest: manifest, stateFolder: stateFolder)
+      builder.form = DestinationForm(manifestDirectory: manifest.absoluteDirectory)
+      builder.descriptorSet = descriptors
+      builder.partial = warnings.contains { $0.severity == .error }
+      builder.clashingFiles = clashes
+      builder.expandAll()
+      builder.checkIDs()
+      builder.checkFolders()
+      let found = builder.newClashes.filter { clashes[$0.key] == nil }
+      if found.isEmpty { break }
+      clashes.merge(found) { first, _ in first }
+    } while true
+    builder.resolveAfter()
+    let order = builder.diagnostics.hasErrors ? [] : builder.schedule()
+    builder.assignShardKeys()
+    var all = Diagnostics()
+    all.append(contentsOf: warnings)
+    // The planner's messages quote ids, URLs and list lines: mask user-info and secrets in them
+    // (the loader's are masked already).
+    all.append(contentsOf: builder.diagnostics.items.map(builder.redactor.diagnostic))
+    if all.hasErrors { throw ManifestError(diagnostics: all.sorted) }
+    return Plan(
+      manifest: manifest, text: builder.text, tasks: builder.tasks, requests: builder.requests, order: order,
+      hosts: builder.hosts, mergedDuplicates: builder.merged, warnings: all.sorted, expectations: builder.expectations,
+      descriptors: builder.descriptors, refusedFiles: builder.refusedFiles, unresolvedAfter: builder.unresolvedAfter)
+  }
+}
+
+/// One plan in the making: everything the planner has found so far. Its work is split by what each
+/// part decides: request identity, list and Metalink expansion, mirrors, destinations, request
+/// sharing, ids and `after:`, and scheduling.
+package struct PlanBuilder {
+  package let manifest: Manifest
+  package let maxProblemsPerList: Int
+  package let normalizer = URLNormalizer()
+  package let redactor: Redactor
+  package var diagnostics = Diagnostics()
+  package var text = TextArena()
+  package var tasks: [PlannedTask] = []
+  package var requests: [PlannedRequest] = []
+  package var lastSharing: [Int32] = []
+  /// The last `to` normalized, and what it became: every line of a list shares its entry's folder.
+  package var lastTo: (text: String, normalized: RelativeDestination)?
+  /// Requests by key.
+  package var requestIndex = IndexTable()
+  /// The request of each expected content (downloads with `sha256:`).
+  package var contentRequests: [ContentName: Int32] = [:]
+  /// Tasks by destination.
+  package var destinations = IndexTable()
+  /// The mirrors of each request with more than `unindexedMirrors` of them, by their bytes.
+  package var mirrorIndex: [Int32: IndexTable] = [:]
+  /// Explicit ids and the URL ids of data tasks without `to:`.
+  package var namedIDs: [String: Int32] = [:]
+  package var explicitIDs: [(task: Int32, mark: SourceMark)] = []
+  package var hosts: [String] = []
+  package var hostIndex: [String: Int32] = [:]
+  /// The host of the last request added (-1 before the first).
+  package var lastHost: Int32 = -1
+  package var afterRefs: [(task: Int32, refs: [TaskReference])] = []
+  /// See `Plan.unresolvedAfter`.
+  package var unresolvedAfter: [Int32: (id: String, document: String)] = [:]
+  /// Documents' files left out of this plan because they clashed in an earlier one, and why.
+  package var clashingFiles: [DocumentFile: String] = [:]
+  /// Documents' files found clashing in this plan, and why: the plan is made again without them.
+  package var newClashes: [DocumentFile: String] = [:]
+  /// The document's file each task comes from, for tasks listed by a document.
+  package var documentFileOfTask: [Int32: DocumentFile] = [:]
+  /// See `Plan.refusedFiles`.
+  package var refusedFiles: [RefusedFile] = []
+  /// Each session's absolute `dest` with a final `/` (nil for a relative one), made when first asked.
+  package var destPrefixes: [[UInt8]?]?
+  package var refusedIDs = Set<String>()
+  package var resolvedAfter: [Int32: [(task: Int32, ref: TaskReference)]] = [:]
+  package var merged = 0
+  /// The manifest had errors already: some tasks are missing, so unknown ids are expected.
+  package var partial = false
+  /// Documents fetched before planning (`metalink:` by URL).
+  package var descriptorSet: DescriptorSet?
+  /// The files batchdl reads or keeps, which no destination may name.
+  package var reserved = ReservedPaths()
+  /// Sizes and digests from documents, and the documents given by URL.
+  package var expectations: [TaskExpectation] = []
+  package var descriptors: [PlannedDescriptor] = []
+
+  /// Set by `expandLine` (and `add`) when the line being read has a problem, reported or not: the
+  /// list's count of problem lines goes on past the ones it lists.
+  package var lineHadProblem = false
+
+  /// The form destinations take in this plan (set when the plan starts).
+  package var form = DestinationForm()
+
+  package init(manifest: Manifest, maxProblemsPerList: Int) {
+    self.manifest = manifest
+    self.maxProblemsPerList = maxProblemsPerList
+    self.redactor = Redactor(secrets: manifest.secrets)
+  }
+}
+
+/// Expansion: every entry of every session becomes tasks.
+extension PlanBuilder {
+  package mutating func expandAll() {
+    for (sessionIndex, session) in manifest.sessions.enumerated() {
+      for (entryIndex, entry) in session.tasks.enumerated() {
+        switch entry {
+        case .task(let spec):
+          expand(spec, session: session, sessionIndex: sessionIndex, entryIndex: entryIndex)
+        case .list(let spec):
+          expand(spec, session: session, sessionIndex: sessionIndex, entryIndex: entryIndex)
+        case .metalink(let spec):
+          expand(spec, session: session, sessionIndex: sessionIndex, entryIndex: entryIndex)
+        }
+      }
+    }
+  }
+
+  package mutating func expand(_ spec: TaskSpec, session: Session, sessionIndex: Int, entryIndex: Int) {
+    let context = context(
+      session: session, sessionIndex: sessionIndex, entryIndex: entryIndex, kind: spec.kind, method: spec.method,
+      headers: spec.headers, body: bodyIdentity(spec), priority: spec.priority)
+    let normalized: NormalizedURL
+    switch normalizer.normalize(spec.url) {
+    case .success(let value): normalized = value
+    case .failure(let problem):
+      diagnostics.error(spec.urlMark, problem.description)
+      return
+    }
+    // Where the file goes: `to:` (a trailing `/` names a folder), else the URL's last segment.
+    var destination: String?
+    let needsFile = spec.kind == .download || spec.to != nil || spec.becomeDownload != nil
+    if needsFile {
+      let mark = spec.toMark ?? spec.urlMark
+      destination = resolveDestination(
+        session: session, to: spec.to, isFolder: spec.to?.hasSuffix("/") ?? false, url: normalized, mark: mark)
+      if destination == nil { return }
+    }
+    let urlRef = text.append(spec.url)
+    let toRef = destination.map { text.append($0) } ?? .none
+    var idRef = toRef
+    if let id = spec.id {
+      idRef = text.append(id)
+    } else if destination == nil {
+      idRef = text.append(redactor.url(spec.url))
+    }
+    var mirrors: [NormalizedURL] = []
+    if spec.kind == .download {
+      let written =
+        spec.mirrors.map { ($0.url, $0.mark) } + session.mirrorURLs(for: spec.url).map { ($0, spec.urlMark) }
+      for (url, mark) in written {
+        switch normalizer.normalize(url) {
+        case .success(let value): mirrors.append(value)
+        case .failure(let problem): diagnostics.error(mark, "mirror: \(problem.description)")
+        }
+      }
+    }
+    let task = add(
+      context: context, normalized: normalized, urlRef: urlRef, toRef: toRef, idRef: idRef, line: 0,
+      mark: spec.mark, explicitID: spec.id != nil, mirrors: mirrors,
+      content: spec.kind == .download && spec.method == "GET" ? spec.sha256?.lowercased() : nil)
+    if let task {
+      if spec.id != nil, let mark = spec.idMark { explicitIDs.append((task, mark)) }
+      if !spec.after.isEmpty { afterRefs.append((task, spec.after)) }
+    }
+  }
+}

@@ -1,0 +1,494 @@
+import BatchDLSupport
+import CCurl
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// One attempt at one request: its easy handle, response parsing and body sink.
+///
+/// libcurl's callbacks reach it through an unretained pointer, which is safe because the transfer
+/// owns its easy handle and frees it in `deinit`, after the engine has removed it from the multi.
+package final class Transfer {
+  package let job: Int
+  package let spec: TransferSpec
+  package let easy: EasyHandle
+  package private(set) var parser = ResponseHeadParser()
+  package private(set) var sink: BodySink?
+  private var uploadDescriptor: Int32 = -1
+  private var uploadOffset: Int64 = 0
+  package private(set) var becameDownload = false
+  /// The byte the body continued from, once a 206 was accepted.
+  package private(set) var resumedFrom: Int64 = 0
+  /// Decides whether the response's body is what was asked for (every body passes through it).
+  package let gate: BodyGate
+  /// What the gate said of the final response's body, once asked.
+  package private(set) var admission: BodyGate.Admission?
+  /// A failure found by a callback (disk full, body too large), which aborts the transfer.
+  package private(set) var callbackFailure: TransferFailure?
+  /// Set by the engine when the response head arrived (for the `response` event).
+  package var announced = false
+  /// Set by the engine once it has reported `becameDownload`.
+  package var announcedDownload = false
+  /// Set by the engine once it has seen the protocol of the final response.
+  package var versionSeen = false
+  /// Bytes received in this attempt and the time of the last change, for progress.
+  package private(set) var received: Int64 = 0
+  /// Bytes moved either way (header, body, upload), for the idle limit: the engine compares it
+  /// with what it saw at `lastMoveTime`.
+  package private(set) var moved: Int64 = 0
+  private var uploaded: Int64 = 0
+  /// Set by the engine: `moved` when it last changed, and when (ms).
+  package var lastMoved: Int64 = -1
+  package var lastMoveTime: UInt64 = 0
+  package private(set) var expected: Int64 = -1
+
+  /// `easy`: a new handle, or a reset one of the session's that `accepts` the receive buffer.
+  package init(job: Int, spec: TransferSpec, timeout: Interval?, easy: EasyHandle) throws {
+    self.job = job
+    self.spec = spec
+    gate = BodyGate(
+      asked: spec.resume.map { BodyGate.Asked(start: $0.offset, end: spec.rangeEnd, total: $0.total) },
+      ifRange: spec.resume?.validator.ifRange,
+      conditional: spec.conditional != nil, isHead: spec.method.uppercased() == "HEAD", decodes: spec.decodeContent)
+    self.easy = easy
+    try configure(timeout: timeout)
+  }
+
+  deinit {
+    if uploadDescriptor >= 0 { close(uploadDescriptor) }
+  }
+
+  /// The bytes libcurl reads at a time for `spec`. A rate-limited session reads in small steps,
+  /// so that the limit holds for small files too. Else 1 MiB: against 256 KiB, a GiB from loopback
+  /// cost a quarter less system time (fewer, larger reads), and a small file touches only the
+  /// pages its body fills.
+  package static func receiveBuffer(for spec: TransferSpec) -> Int {
+    spec.rateLimit.map { min(256 << 10, max(1 << 10, Int($0 / 16))) } ?? (1 << 20)
+  }
+
+  private var context: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+
+  private func configure(timeout: Interval?) throws {
+    try easy.set(CURLOPT_URL, spec.url)
+    try easy.allowHTTPOnly()
+    try easy.set(CURLOPT_FOLLOWLOCATION, spec.followsRedirectsItself ? 0 : 1)
+    try easy.set(CURLOPT_MAXREDIRS, 10)
+    try easy.set(CURLOPT_NOSIGNAL, 1)
+    try easy.setSecurity(url: spec.url, httpVersion: spec.httpVersion, tls: spec.tls, insecure: spec.insecure)
+    try easy.set(CURLOPT_NETRC, ccurl_netrc_ignored)
+    if let interface = spec.interface { try easy.set(CURLOPT_INTERFACE, "if!\(interface)") }
+    // The idle limit (`timeouts.request`) is the engine's: libcurl's low-speed check averages over
+    // five seconds, and so fired that much late once data had flowed.
+    try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(clamping: spec.requestTimeout.milliseconds))
+    if let timeout { try easy.set(CURLOPT_TIMEOUT_MS, max(1, Int(clamping: timeout.milliseconds))) }
+
+    try easy.set(CURLOPT_PRIVATE, pointer: context)
+    try easy.set(CURLOPT_WRITEDATA, pointer: context)
+    try easy.setCallback(CURLOPT_WRITEFUNCTION, Transfer.writeCallback)
+    try easy.set(CURLOPT_HEADERDATA, pointer: context)
+    try easy.setCallback(CURLOPT_HEADERFUNCTION, Transfer.headerCallback)
+    // The callback does nothing, but keep it: without one, libcurl 7.88 took the 1 GiB benchmark
+    // in 1.6 s instead of 1.0 s (its system time nearly doubled).
+    try easy.set(CURLOPT_NOPROGRESS, 0)
+    try easy.set(CURLOPT_XFERINFODATA, pointer: context)
+    try easy.setProgressCallback(Transfer.progressCallback)
+
+    var headers = spec.headersForURL
+    try moveCookies(from: &headers)
+    if let resume = spec.resume {
+      headers.append("Range: bytes=\(resume.offset)-\(spec.rangeEnd.map(String.init) ?? "")")
+      // No validator: a range of a file whose digest guards the bytes (a mirror's segment, a piece
+      // fetched again); `Content-Range` must still give the recorded total.
+      if let ifRange = resume.validator.ifRange { headers.append("If-Range: \(ifRange)") }
+    }
+    if let conditional = spec.conditional {
+      if let etag = conditional.etag { headers.append("If-None-Match: \(etag)") }
+      if let date = conditional.lastModified { headers.append("If-Modified-Since: \(date)") }
+    }
+    if spec.decodeContent {
+      try easy.set(CURLOPT_ACCEPT_ENCODING, "")
+    } else {
+      headers.append("Accept-Encoding: identity")
+    }
+    try configureBody(&headers)
+    try easy.set(CURLOPT_HTTPHEADER, list: headers)
+  }
+
+  /// The manifest's `Cookie` headers go out through `CURLOPT_COOKIE`: libcurl appends them to the
+  /// session jar's cookies for the URL on one `Cookie:` line (a `Cookie` header of its own would be
+  /// a second line). libcurl would send that option to any host a redirect leads to: a request
+  /// with a `Cookie` header has its redirects followed by the engine (`followsRedirectsItself`),
+  /// which drops the header when a hop leaves the origin.
+  private func moveCookies(from headers: inout [String]) throws {
+    var pairs: [String] = []
+    headers.removeAll { line in
+      guard let colon = line.firstIndex(of: ":"), String(line[..<colon]).trimmingSpaces.lowercased() == "cookie"
+      else { return false }
+      let value = String(line[line.index(after: colon)...]).trimmingSpaces
+      if !value.isEmpty { pairs.append(value) }
+      return true
+    }
+    guard !pairs.isEmpty else { return }
+    try easy.set(CURLOPT_COOKIE, pairs.joined(separator: "; "))
+  }
+
+  private func configureBody(_ headers: inout [String]) throws {
+    let method = spec.method.uppercased()
+    switch spec.body {
+    case .none:
+      switch method {
+      case "GET": break
+      case "HEAD": try easy.set(CURLOPT_NOBODY, 1)
+      default: try easy.set(CURLOPT_CUSTOMREQUEST, spec.method)
+      }
+    case .bytes(let bytes):
+      try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(bytes.count))
+      try bytes.withUnsafeBytes { raw throws in
+        try easy.set(
+          CURLOPT_COPYPOSTFIELDS,
+          pointer: UnsafeMutableRawPointer(mutating: raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)))
+      }
+      if method != "POST" { try easy.set(CURLOPT_CUSTOMREQUEST, spec.method) }
+    case .file(let path):
+      let fd = open(path, O_RDONLY | O_CLOEXEC)
+      guard fd >= 0 else {
+        throw TransferFailure(code: .read, message: "cannot read \(path): \(String(cString: strerror(errno)))")
+      }
+      uploadDescriptor = fd
+      var info = stat()
+      guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+        throw TransferFailure(
+          code: .read,
+          message: "cannot upload \(path): not a regular file (a device, pipe or folder has no set length)")
+      }
+      let size = Int64(info.st_size)
+      try easy.set(CURLOPT_READDATA, pointer: context)
+      try easy.setCallback(CURLOPT_READFUNCTION, Transfer.readCallback)
+      try easy.set(CURLOPT_SEEKDATA, pointer: context)
+      try easy.setSeekCallback(Transfer.seekCallback)
+      if method == "PUT" {
+        try easy.set(CURLOPT_UPLOAD, 1)
+        try easy.set(CURLOPT_INFILESIZE_LARGE, offset: size)
+      } else {
+        try easy.set(CURLOPT_POST, 1)
+        try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: size)
+        if method != "POST" { try easy.set(CURLOPT_CUSTOMREQUEST, spec.method) }
+      }
+      // No `Expect: 100-continue` round trip: the servers batchdl talks to accept bodies directly.
+      headers.append("Expect:")
+    case .form(let parts):
+      try easy.setForm(parts.map { ($0.name, $0.value, $0.file) })
+      if method != "POST" { try easy.set(CURLOPT_CUSTOMREQUEST, spec.method) }
+    }
+  }
+
+  /// The session's byte budget, when it has a `rate_limit`.
+  package var bucket: RateBucket?
+  /// True while the write callback has paused the transfer for want of budget.
+  package private(set) var paused = false
+
+  /// Continues a transfer paused by `bucket` (libcurl may deliver the held bytes right away).
+  package func resume() {
+    paused = false
+    curl_easy_pause(easy.raw, Int32(ccurl_pause_cont))
+  }
+
+  /// The final response head, once complete.
+  package var head: ResponseHead { parser.head }
+
+  /// Set by the engine when the transfer fetches one piece of a segmented download: it writes no
+  /// byte at or past `piece.end`, and stops there (`reachedEnd`).
+  package var piece: Piece?
+  /// The segmented download's file, which a ranged piece writes into at its offsets.
+  package var pieceDescriptor: Int32 = -1
+  /// The transfer stopped at its piece's end (a finished piece, not a failure).
+  package private(set) var reachedEnd = false
+  /// A ranged piece was answered with the whole file (`200`): nothing was written.
+  package private(set) var answeredWhole = false
+
+  /// Whether the transfer asks for a closed range of a segmented download (not its first stream).
+  package var isRangedPiece: Bool { piece != nil && spec.rangeEnd != nil }
+
+  /// The body's sink for an admitted response, made when the first body byte arrives: it keeps the
+  /// partial file's bytes before the admitted range.
+  private func makeSink(_ admission: BodyGate.Admission) -> BodySink? {
+    if isRangedPiece {
+      resumedFrom = admission.start
+      return RangeSink(descriptor: pieceDescriptor, start: admission.start, path: spec.target.path ?? "")
+    }
+    switch spec.target {
+    case .file(let path):
+      do {
+        let start = admission.start
+        let sink = try FileSink(path: path, keeping: start, holding: true)
+        resumedFrom = start
+        return sink
+      } catch {
+        callbackFailure = error
+        return nil
+      }
+    case .memory(let limit, let spill):
+      let memory = MemorySink(limit: limit, spill: spill) { [weak self] spill in
+        do throws(TransferFailure) {
+          let file = try FileSink(path: spill.path)
+          self?.becameDownload = true
+          return file
+        } catch {
+          self?.callbackFailure = error
+          return nil
+        }
+      }
+      if let spill, spill.matches(parser.head) {
+        guard memory.spillNow() else { return nil }
+      }
+      return memory
+    }
+  }
+
+  /// Where the next attempt could continue: the bytes this one wrote, when the response can be
+  /// resumed (a strong ETag or a Last-Modified, no content encoding).
+  package var resumePoint: TransferSpec.Resume? {
+    guard case .file = spec.target, let file = sink as? FileSink, file.isOnDisk, file.count > 0, let validator else {
+      return nil
+    }
+    return TransferSpec.Resume(offset: file.count, validator: validator, total: totalLength)
+  }
+
+  /// The response's validator for `If-Range`: a strong ETag, else a strong Last-Modified; nil
+  /// when the body is encoded or the validators are weak.
+  package var validator: ResumeValidator? { ResumeValidator(rangeOf: parser.head) }
+
+  /// The full length of the resource, as the admitted response gives it (or the checkpoint).
+  package var totalLength: Int64? {
+    admission?.total
+  }
+
+  /// The gate's word on the final response, asked once.
+  private func admitted() -> Result<BodyGate.Admission, TransferFailure> {
+    if let admission { return .success(admission) }
+    let result = gate.admit(parser.head)
+    if case .success(let admission) = result { self.admission = admission }
+    return result
+  }
+
+  /// Where a redirect the engine follows itself points (absolute), when this response is one.
+  package var redirect: String? {
+    guard spec.followsRedirectsItself, [301, 302, 303, 307, 308].contains(parser.head.status) else { return nil }
+    return easy.info(string: CURLINFO_REDIRECT_URL)
+  }
+
+  /// The file sink, for checkpoints.
+  package var fileSink: FileSink? { sink as? FileSink }
+
+  // MARK: - Callbacks
+
+  private func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
+    guard parser.head.isSuccess else {
+      // Only 2xx bodies are kept; an error page is read and dropped.
+      moved += Int64(bytes.count)
+      return bytes.count
+    }
+    if let bucket, !bucket.take(bytes.count) {
+      paused = true
+      return Int(ccurl_writefunc_pause)
+    }
+    if sink == nil {
+      switch admitted() {
+      case .failure(let failure):
+        callbackFailure = failure
+        return 0
+      case .success(.whole) where isRangedPiece:
+        answeredWhole = true
+        return 0
+      case .success(.whole), .success(.range):
+        sink = admission.flatMap(makeSink)
+        if sink == nil { return 0 }
+      case .success:
+        return bytes.count
+      }
+    }
+    var bytes = bytes
+    if let piece, let sink {
+      let room = piece.end - sink.count
+      if room <= 0 {
+        reachedEnd = true
+        return 0
+      }
+      if Int64(bytes.count) > room {
+        reachedEnd = true
+        bytes = UnsafeRawBufferPointer(rebasing: bytes[0..<Int(room)])
+      }
+    }
+    guard let sink, sink.write(bytes) else {
+      callbackFailure = callbackFailure ?? self.sink?.failure
+      return 0
+    }
+    received = sink.count
+    moved += Int64(bytes.count)
+    piece?.next = sink.count
+    return bytes.count
+  }
+
+  /// Bytes of the body this attempt received (not those kept from before).
+  package var bodyBytesReceived: Int64 { max(0, received - resumedFrom) }
+
+  /// Ends the attempt with `failure` (the engine's idle limit): `outcome` reports it.
+  package func fail(_ failure: TransferFailure) {
+    callbackFailure = failure
+  }
+
+  private func headerLine(_ bytes: UnsafeRawBufferPointer) -> Int {
+    moved += Int64(bytes.count)
+    parser.consume(bytes)
+    if parser.complete, parser.head.isSuccess {
+      expected = parser.head.contentLength ?? -1
+    }
+    return bytes.count
+  }
+
+  private func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+    let count = SystemCalls.preadRetrying(uploadDescriptor, into: buffer, at: uploadOffset)
+    if count < 0 { return Int(ccurl_readfunc_abort) }
+    uploadOffset += Int64(count)
+    return count
+  }
+
+  // The callbacks borrow the transfer (`_withUnsafeGuaranteedRef`) rather than retain and release
+  // it on every call: libcurl calls them some thirty times for each small file, and the engine
+  // holds the transfer until its handle has left the multi.
+
+  private static let writeCallback: ccurl_data_callback = { data, size, count, context in
+    guard let context else { return 0 }
+    return Unmanaged<Transfer>.fromOpaque(context)._withUnsafeGuaranteedRef {
+      $0.receive(UnsafeRawBufferPointer(start: data, count: size * count))
+    }
+  }
+
+  private static let headerCallback: ccurl_data_callback = { data, size, count, context in
+    guard let context else { return 0 }
+    return Unmanaged<Transfer>.fromOpaque(context)._withUnsafeGuaranteedRef {
+      $0.headerLine(UnsafeRawBufferPointer(start: data, count: size * count))
+    }
+  }
+
+  private static let readCallback: ccurl_data_callback = { data, size, count, context in
+    guard let context, let data else { return Int(ccurl_readfunc_abort) }
+    return Unmanaged<Transfer>.fromOpaque(context)._withUnsafeGuaranteedRef {
+      $0.read(into: UnsafeMutableRawBufferPointer(start: data, count: size * count))
+    }
+  }
+
+  private static let seekCallback: ccurl_seek_callback = { context, offset, origin in
+    guard let context, origin == SEEK_SET else { return ccurl_seekfunc_cantseek }
+    Unmanaged<Transfer>.fromOpaque(context)._withUnsafeGuaranteedRef { $0.uploadOffset = Int64(offset) }
+    return ccurl_seekfunc_ok
+  }
+
+  private static let progressCallback: ccurl_xferinfo_callback = { context, _, _, _, sent in
+    guard let context else { return 0 }
+    Unmanaged<Transfer>.fromOpaque(context)._withUnsafeGuaranteedRef { transfer in
+      if sent != transfer.uploaded {
+        transfer.moved += Int64(sent) - transfer.uploaded
+        transfer.uploaded = Int64(sent)
+      }
+    }
+    return 0
+  }
+
+  // MARK: - Outcome
+
+  /// The result of the finished attempt, given libcurl's code for it; `transferred`: the body
+  /// bytes of every attempt of the job, for a result.
+  package func outcome(
+    _ code: CURLcode, attempts: Int, transferred: Int64 = 0
+  ) -> Result<TransferResult, TransferFailure> {
+    if let callbackFailure {
+      var failure = callbackFailure
+      failure.attempts = attempts
+      return .failure(failure)
+    }
+    if code != CURLE_OK {
+      var failure = FailureClassifier.classify(code, message: easy.message(for: code), inHead: !parser.complete)
+      if spec.httpVersion == .http2, !parser.complete, !spec.url.utf8.starts(with: "https:".utf8),
+        failure.code == .network || failure.code == .badResponse
+      {
+        failure.message += FailureClassifier.priorKnowledgeHint
+      }
+      failure.attempts = attempts
+      return .failure(failure)
+    }
+    let head = parser.head
+    let admission: BodyGate.Admission
+    switch admitted() {
+    case .failure(var failure):
+      failure.attempts = attempts
+      return .failure(failure)
+    case .success(let admitted): admission = admitted
+    }
+    switch admission {
+    case .notModified:
+      return .success(
+        TransferResult(
+          head: head, size: 0, sha256: "", file: nil, body: nil, becameDownload: false, attempts: attempts,
+          effectiveURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? spec.url, notModified: true,
+          transferred: transferred))
+    case .error:
+      var failure = FailureClassifier.classify(status: head.status, reason: head.reason)
+      failure.attempts = attempts
+      return .failure(failure)
+    case .alreadyComplete(let total):
+      guard case .file(let path) = spec.target else {
+        return .failure(
+          TransferFailure(code: .resumeRestart, message: "nothing to continue (HTTP 416)", attempts: attempts))
+      }
+      do {
+        sink = try FileSink(path: path, keeping: total)
+        resumedFrom = total
+      } catch {
+        return .failure(error)
+      }
+    case .whole, .range:
+      if sink == nil { sink = makeSink(admission) }
+    }
+    guard let sink else {
+      return .failure(
+        callbackFailure ?? TransferFailure(code: .write, message: "no place to keep the body", attempts: attempts))
+    }
+    switch sink.finish() {
+    case .failure(var failure):
+      failure.attempts = attempts
+      return .failure(failure)
+    case .success(let (size, sha256)):
+      if var failure = gate.verify(admission, received: size - resumedFrom) {
+        failure.attempts = attempts
+        return .failure(failure)
+      }
+      var file: String?
+      var body: [UInt8]?
+      var identity: FileIdentity?
+      if let fileSink = sink as? FileSink {
+        // A small body stayed in memory: the run writes it into place.
+        if let held = fileSink.heldBody {
+          body = held
+        } else {
+          file = fileSink.path
+          identity = fileSink.identity
+        }
+      } else if let memory = sink as? MemorySink {
+        if let spilled = memory.spilled {
+          file = spilled.path
+          identity = spilled.identity
+        } else {
+          body = memory.body
+        }
+      }
+      var result = TransferResult(
+        head: head, size: size, sha256: sha256, file: file, body: body, becameDownload: becameDownload,
+        attempts: attempts, effectiveURL: easy.info(string: CURLINFO_EFFECTIVE_URL) ?? spec.url,
+        resumedFrom: resumedFrom, transferred: transferred)
+      result.fileIdentity = identity
+      return .success(result)
+    }
+  }
+}
