@@ -15,7 +15,7 @@ package struct ManifestDecoder {
   package static let topKeys = ["version", "defaults", "sessions"]
   package static let settingKeys = [
     "kind", "dest", "timeouts", "retry", "cache", "network", "headers", "on_finished", "insecure", "mirrors", "tls",
-    "refresh",
+    "refresh", "preserve_mtime",
   ]
   package static let sessionKeys = settingKeys + ["identifier", "tasks"]
   package static let timeoutKeys = ["request", "resource"]
@@ -33,10 +33,10 @@ package struct ManifestDecoder {
   package static let taskKeys =
     taskKindKeys + [
       "id", "to", "method", "headers", "body", "body_file", "from", "form", "sha256", "size", "priority", "after",
-      "become_download", "mirrors", "segments",
+      "become_download", "mirrors", "segments", "preserve_mtime",
     ]
-  package static let listKeys = ["list", "kind", "to", "method", "headers", "priority", "after"]
-  package static let metalinkKeys = ["metalink", "to", "headers", "priority", "after"]
+  package static let listKeys = ["list", "kind", "to", "method", "headers", "priority", "after", "preserve_mtime"]
+  package static let metalinkKeys = ["metalink", "to", "headers", "priority", "after", "preserve_mtime"]
   /// Keys of a download task that a Metalink document answers for each of its files.
   package static let metalinkAnswers = [
     "kind": "a Metalink document lists downloads only",

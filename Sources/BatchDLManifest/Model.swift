@@ -92,6 +92,8 @@ public struct Session: Sendable {
   public var tls = TLSSettings()
   /// `refresh:`: when finished downloads are asked again whether they changed.
   public var refresh = RefreshPolicy.never
+  /// `preserve_mtime:`: a placed file takes its `Last-Modified` as its modification time.
+  public var preserveMtime = true
 }
 
 /// When a run asks the server again, with a conditional request, whether a finished download
@@ -200,6 +202,8 @@ public struct TaskSpec: Sendable {
   public var size: Int64?
   public var priority: Priority
   public var after: [TaskReference]
+  /// `preserve_mtime:` of the entry; nil: the session's.
+  public var preserveMtime: Bool? = nil
   public var becomeDownload: BecomeDownload?
   /// `mirrors:` of a download: other URLs serving the same bytes, in the order to try them after
   /// `url`; none repeats `url` or another mirror.
@@ -237,6 +241,8 @@ public struct ListSpec: Sendable {
   public var headers: [Header]
   public var priority: Priority
   public var after: [TaskReference]
+  /// `preserve_mtime:` of the entry; nil: the session's.
+  public var preserveMtime: Bool? = nil
 }
 
 /// What `list:` and `metalink:` entries share: a folder `to`, headers, priority and `after`.
@@ -246,6 +252,7 @@ package protocol FolderEntrySpec {
   var headers: [Header] { get set }
   var priority: Priority { get set }
   var after: [TaskReference] { get set }
+  var preserveMtime: Bool? { get set }
 }
 
 extension ListSpec: FolderEntrySpec {}
@@ -265,6 +272,8 @@ public struct MetalinkSpec: Sendable {
   public var headers: [Header]
   public var priority: Priority
   public var after: [TaskReference]
+  /// `preserve_mtime:` of the entry; nil: the session's.
+  public var preserveMtime: Bool? = nil
 }
 
 public enum TaskEntry: Sendable {

@@ -27,6 +27,7 @@ extension ManifestDecoder {
     package var onFinished: String?
     package var insecure: Bool?
     package var refresh: RefreshPolicy?
+    package var preserveMtime: Bool?
     package var segments: Int?
     package var minSegmentSize: Int64?
     package var mirrors: [MirrorRule]?
@@ -157,6 +158,8 @@ extension ManifestDecoder {
             "refresh must be never, always or a duration (1d, 12h), found \(value.scalar.map { "'\($0)'" } ?? value.kindName)"
           )
         }
+      case "preserve_mtime":
+        result.preserveMtime = boolean(value, what: "preserve_mtime")
       case "insecure":
         result.insecure = boolean(value, what: "insecure")
         if result.insecure == true {
@@ -270,6 +273,7 @@ extension ManifestDecoder {
         disk: kind == .ephemeral ? 0 : (own.cacheDisk ?? defaults.cacheDisk ?? 100 << 20)),
       network: network, headers: headers, onFinished: own.onFinished ?? defaults.onFinished, tasks: tasks,
       insecure: own.insecure ?? defaults.insecure ?? false, mirrors: own.mirrors ?? defaults.mirrors ?? [], tls: tls,
-      refresh: own.refresh ?? defaults.refresh ?? .never)
+      refresh: own.refresh ?? defaults.refresh ?? .never,
+      preserveMtime: own.preserveMtime ?? defaults.preserveMtime ?? true)
   }
 }

@@ -91,6 +91,8 @@ extension ManifestDecoder {
         spec.priority = choice(value, what: "priority", Priority.self) ?? .normal
       case "after":
         spec.after = references(value)
+      case "preserve_mtime":
+        spec.preserveMtime = boolean(value, what: "preserve_mtime")
       case "become_download":
         spec.becomeDownload = becomeDownload(value)
         if kind != .data {
@@ -205,6 +207,8 @@ extension ManifestDecoder {
       spec.priority = choice(value, what: "priority", Priority.self) ?? .normal
     case "after":
       spec.after = references(value)
+    case "preserve_mtime":
+      spec.preserveMtime = boolean(value, what: "preserve_mtime")
     default:
       return false
     }

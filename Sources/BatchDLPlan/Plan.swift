@@ -205,6 +205,18 @@ public struct Plan: Sendable {
     manifest.sessions[Int(task.session)].tasks[Int(task.entry)]
   }
 
+  /// Whether a task's file takes its `Last-Modified` as its modification time (`preserve_mtime`:
+  /// the entry's, else its session's, default true).
+  public func preservesModificationTime(of task: PlannedTask) -> Bool {
+    let own: Bool?
+    switch entry(of: task) {
+    case .task(let spec): own = spec.preserveMtime
+    case .list(let spec): own = spec.preserveMtime
+    case .metalink(let spec): own = spec.preserveMtime
+    }
+    return own ?? manifest.sessions[Int(task.session)].preserveMtime
+  }
+
   /// The shard of `request` among `count` shards.
   public func shard(of request: PlannedRequest, count: Int) -> Int {
     Shard.bucket(for: request.shardKey, count: count)

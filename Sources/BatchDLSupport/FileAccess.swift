@@ -1,3 +1,4 @@
+import CSystem
 import Crypto
 
 #if canImport(Glibc)
@@ -60,6 +61,13 @@ public enum FileAccess {
     var info = stat()
     guard stat(path, &info) == 0 else { return nil }
     return status(of: info)
+  }
+
+  /// Sets a file's modification time (seconds since 1970), leaving its access time; returns the
+  /// time as `status` gives it (nanoseconds), or nil when it could not be set.
+  public static func setModified(_ path: String, seconds: Int64) -> Int64? {
+    guard csystem_set_modified(path, seconds) == 0 else { return nil }
+    return seconds * 1_000_000_000
   }
 
   /// The same for an open file.

@@ -2,6 +2,7 @@
 #include "csystem.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 
 int csystem_direct_flag(void) { return O_DIRECT; }
@@ -14,4 +15,9 @@ long csystem_filesystem_type(int descriptor) {
   struct statfs info;
   if (fstatfs(descriptor, &info) != 0) return -1;
   return (long)info.f_type;
+}
+
+int csystem_set_modified(const char *path, long long seconds) {
+  struct timespec times[2] = {{.tv_sec = 0, .tv_nsec = UTIME_OMIT}, {.tv_sec = (time_t)seconds, .tv_nsec = 0}};
+  return utimensat(AT_FDCWD, path, times, 0);
 }

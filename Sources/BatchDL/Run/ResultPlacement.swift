@@ -61,6 +61,9 @@ extension RunBookkeeper {
         } else {
           written = try placer.write(result.body ?? [], to: path, folder: folder, naming: destination)
         }
+        if let seconds = keptTime(task, result), let modified = FileAccess.setModified(path, seconds: seconds) {
+          written?.modified = modified
+        }
         emit(.finished(task: outcome.id, to: outcome.to ?? ""))
         record(task, outcome, written: written, at: path)
       } catch {
@@ -74,6 +77,8 @@ extension RunBookkeeper {
     }
     do throws(TransferFailure) {
       try placer.prepare(path, for: task)
+      // The time goes on the partial file: a reader never sees the file in place with another.
+      if let seconds = keptTime(task, result) { _ = FileAccess.setModified(source, seconds: seconds) }
       guard rename(source, path) == 0 else {
         throw TransferFailure.system(errno: errno, doing: "rename the finished file into \(path)")
       }
@@ -83,6 +88,15 @@ extension RunBookkeeper {
       unlink(source)
       record(task, failed(task, TransferFailure(code: error.code, message: error.message, attempts: result.attempts)))
     }
+  }
+
+  /// The modification time a placed file takes: its `Last-Modified`, when the task keeps it
+  /// (`preserve_mtime`) and the server sent one that parses.
+  private func keptTime(_ task: PlannedTask, _ result: TransferResult) -> Int64? {
+    guard plan.preservesModificationTime(of: task), let text = result.head["last-modified"],
+      let date = HTTPDate.parse(text)
+    else { return nil }
+    return Int64(date.timeIntervalSince1970.rounded(.down))
   }
 
   /// Why a task's expectations (`size:`, its digest) fail a complete body; its pieces were the
