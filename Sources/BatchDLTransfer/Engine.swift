@@ -25,7 +25,12 @@ public final class Engine {
     /// sent bytes of it; a range goes to another source when one has room.
     package var repairBlame: [(extent: ByteExtent, sources: Set<Int>)] = []
 
+    /// What the job has been through, and what it may do next (held while the job is in flight:
+    /// a plan of a million jobs keeps no life for those not started or ended).
+    package var life: JobLife
+
     package init(_ job: consuming TransferJob) {
+      life = JobLife(spec: job.spec)
       self.job = job
     }
   }
@@ -34,9 +39,8 @@ public final class Engine {
     /// Nil before the job's turn and after its end.
     package var built: BuiltJob?
     /// What the job has been through, and what it may do next.
-    package var life = JobLife(
-      rules: JobLife.Rules(
-        retry: RetryPolicy(attempts: 1, backoff: Interval(milliseconds: 0), maxBackoff: Interval(milliseconds: 0))))
+    /// The job has ended (graph bookkeeping: its dependents are told once).
+    package var finished = false
     package var waitingOn = 0
     package var dependents: [Int] = []
     package var key = 0
@@ -114,7 +118,6 @@ public final class Engine {
     if let built = jobs[job].built { return built }
     let built = BuiltJob(source.makeJob(job))
     jobs[job].built = built
-    jobs[job].life.learn(built.spec)
     return built
   }
 
@@ -191,7 +194,8 @@ public final class Engine {
     let spec = built.spec
     let onDisk = !spec.extents.isEmpty && spec.resume?.total != nil && spec.target.path != nil
     perform(
-      jobs[job].life.turnCame(now: now, refused: built.failure, policy: built.admission?(), segmentsOnDisk: onDisk),
+      self.built(job).life.turnCame(
+        now: now, refused: built.failure, policy: built.admission?(), segmentsOnDisk: onDisk),
       job, now: now)
   }
 
@@ -202,10 +206,10 @@ public final class Engine {
     do {
       launch(try makeTransfer(job, spec: built.spec, timeout: budget), now: now)
     } catch let failure as TransferFailure {
-      perform(jobs[job].life.couldNotStart(failure), job, now: now)
+      perform(self.built(job).life.couldNotStart(failure), job, now: now)
     } catch {
       perform(
-        jobs[job].life.couldNotStart(TransferFailure(code: .internal, message: "\(error)")), job, now: now)
+        self.built(job).life.couldNotStart(TransferFailure(code: .internal, message: "\(error)")), job, now: now)
     }
   }
 
@@ -250,14 +254,14 @@ public final class Engine {
 
   /// Milliseconds a job has spent, across runs (for the store).
   public func timeSpent(_ job: Int) -> Int64 {
-    jobs[job].life.spent(now: Self.now())
+    self.built(job).life.spent(now: Self.now())
   }
 
   /// Attempts a job has made in this run.
-  public func attempts(_ job: Int) -> Int { jobs[job].life.attempts }
+  public func attempts(_ job: Int) -> Int { jobs[job].built?.life.attempts ?? 0 }
 
   /// When the job's turn came in this run (`Engine.now()`), nil before it came.
-  public func startTime(_ job: Int) -> UInt64? { jobs[job].life.startedAt }
+  public func startTime(_ job: Int) -> UInt64? { jobs[job].built?.life.startedAt }
 
   /// Fails the attempts that moved no byte for their `timeouts.request` (checked ten times a
   /// second; a transfer paused by its session's rate limit is not idle).
@@ -305,14 +309,16 @@ public final class Engine {
   }
 
   package func complete(_ job: Int, _ outcome: Result<TransferResult, TransferFailure>) {
-    guard jobs[job].life.finish() else { return }
+    guard !jobs[job].finished else { return }
+    jobs[job].finished = true
+    let life = self.built(job).life
     remaining -= 1
     let now = Self.now()
     observer?.transferCompleted(
-      job, outcome: outcome, spent: jobs[job].life.spent(now: now), started: jobs[job].life.startedAt, ended: now)
+      job, outcome: outcome, spent: life.spent(now: now), started: life.startedAt, ended: now)
     jobs[job].built = nil
     if case .success = outcome, !jobs[job].dependents.isEmpty { observer?.settle() }
-    for dependent in jobs[job].dependents where !jobs[dependent].life.finished {
+    for dependent in jobs[job].dependents where !jobs[dependent].finished {
       switch outcome {
       case .success:
         jobs[dependent].waitingOn -= 1
@@ -381,11 +387,11 @@ public final class Engine {
 
   /// Jobs that had not finished when the run was cancelled.
   public var unfinishedJobs: [Int] {
-    jobs.indices.filter { !jobs[$0].life.finished }
+    jobs.indices.filter { !jobs[$0].finished }
   }
 
   private func failStuckJobs() {
-    for index in jobs.indices where !jobs[index].life.finished {
+    for index in jobs.indices where !jobs[index].finished {
       complete(index, .failure(TransferFailure(code: .dependency, message: "waits on a task that never ran")))
     }
   }

@@ -28,8 +28,8 @@ extension Engine {
       end = JobLife.AttemptEnd(.failure(TransferFailure(code: .tooManyRedirects, message: "")))
       end.redirect = (location, transfer.head.status)
     } else {
-      jobs[job].life.received(transfer.bodyBytesReceived)
-      let life = jobs[job].life
+      self.built(job).life.received(transfer.bodyBytesReceived)
+      let life = self.built(job).life
       end = JobLife.AttemptEnd(transfer.outcome(code, attempts: life.attempts, transferred: life.transferred))
       end.cancelled = cancelled
       end.bodyBytes = transfer.bodyBytesReceived
@@ -39,7 +39,7 @@ extension Engine {
       end.resumePoint = transfer.resumePoint
       end.wroteFile = transfer.fileSink != nil
     }
-    perform(jobs[job].life.attemptEnded(end, now: Self.now()), job, now: Self.now(), transfer: transfer, end: end)
+    perform(self.built(job).life.attemptEnded(end, now: Self.now()), job, now: Self.now(), transfer: transfer, end: end)
   }
 
   /// Carries out what a job's life decided, in order. `transfer` and `end`: the attempt of one
@@ -71,7 +71,7 @@ extension Engine {
           built.spec = next
           start(job, now: Self.now())
         case .failure(let failure):
-          perform(jobs[job].life.redirectRefused(failure), job, now: now)
+          perform(self.built(job).life.redirectRefused(failure), job, now: now)
         }
       case .sendAgain(let fromStart):
         if fromStart { built(job).spec.resume = nil }
@@ -85,7 +85,10 @@ extension Engine {
         let spec = built(job).spec
         let writers =
           end != nil
-          ? [PieceWriter(extent: ByteExtent(start: 0, end: result.size), source: jobs[job].life.sources?.current ?? 0)]
+          ? [
+            PieceWriter(
+              extent: ByteExtent(start: 0, end: result.size), source: self.built(job).life.sources?.current ?? 0)
+          ]
           : writers
         let pieces =
           cancelled.isSet
@@ -98,7 +101,7 @@ extension Engine {
         case .bad, .failed: break
         }
         perform(
-          jobs[job].life.contentChecked(result, pieces: pieces, problem: problem, end: end, now: Self.now()), job,
+          self.built(job).life.contentChecked(result, pieces: pieces, problem: problem, end: end, now: Self.now()), job,
           now: now, transfer: transfer, end: end)
       case .retry(let due, let resume):
         let built = built(job)

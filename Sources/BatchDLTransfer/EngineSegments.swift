@@ -19,7 +19,7 @@ extension Engine {
     if case .none = transfer.spec.body {} else { plainGet = false }
     // Only a plain GET is asked again in ranges (a POST would be sent again with each).
     guard
-      jobs[job].life.mayUseSegments(
+      self.built(job).life.mayUseSegments(
         ranged: head.status == 206 || (head["accept-ranges"]?.lowercased().contains("bytes") ?? false),
         plainGet: plainGet, total: admission.total, validated: transfer.validator != nil, onDisk: sink.count,
         minimum: minimum),
@@ -33,11 +33,11 @@ extension Engine {
         connections: transfer.spec.segments, minSegmentSize: minimum,
         covered: admission.start > 0 ? [ByteExtent(start: 0, end: admission.start)] : [])
     } catch {
-      jobs[job].life.segmentsOff = true
+      self.built(job).life.segmentsOff = true
       return
     }
     let position = sink.count
-    addSources(download, built, jobs[job].life.sources, hostKey: transfer.spec.hostKey, etag: head.strongETag)
+    addSources(download, built, self.built(job).life.sources, hostKey: transfer.spec.hostKey, etag: head.strongETag)
     let first = Piece(
       start: admission.start, end: download.aligned(position + download.chunkSize, limit: total), next: position)
     first.synced = max(admission.start, sink.durable)
@@ -90,12 +90,13 @@ extension Engine {
         connections: built.spec.segments, minSegmentSize: max(1, built.spec.minSegmentSize),
         covered: built.spec.extents)
     } catch {
-      perform(jobs[job].life.couldNotStart(error), job, now: now)
+      perform(self.built(job).life.couldNotStart(error), job, now: now)
       return
     }
-    let repairing = jobs[job].life.repairing
+    let repairing = self.built(job).life.repairing
     addSources(
-      download, built, jobs[job].life.sources, hostKey: built.spec.hostKey, etag: validator.etag, repair: repairing)
+      download, built, self.built(job).life.sources, hostKey: built.spec.hostKey, etag: validator.etag,
+      repair: repairing)
     if repairing { download.blame = built.repairBlame }
     download.planGaps()
     segmented[job] = download
@@ -170,7 +171,7 @@ extension Engine {
     launch(transfer, now: now)
     piece.transfer = transfer
     piece.source = source
-    if let index = from.listIndex { jobs[job].life.sources?.ask(index) }
+    if let index = from.listIndex { self.built(job).life.sources?.ask(index) }
     download.sources[source].running += 1
     download.started += 1
     observer?.transferSegmentStarted(job, start: piece.next, length: piece.end - piece.next, url: from.url)
@@ -205,7 +206,7 @@ extension Engine {
     } else if transfer.reachedEnd {
       if let sink = transfer.fileSink, case .failure(let problem) = sink.finish() { end.failure = problem }
     } else {
-      switch transfer.outcome(code, attempts: jobs[job].life.attempts) {
+      switch transfer.outcome(code, attempts: self.built(job).life.attempts) {
       case .success:
         if !piece.isDone {
           end.failure = TransferFailure(
@@ -219,7 +220,7 @@ extension Engine {
       piece.next = max(piece.next, min(sink.count, piece.end))
     }
     let now = Self.now()
-    switch jobs[job].life.pieceEnded(end, now: now) {
+    switch self.built(job).life.pieceEnded(end, now: now) {
     case .follow(let url, let headers):
       download.sources[source].url = url
       download.sources[source].headers = headers
@@ -249,7 +250,7 @@ extension Engine {
 
   /// Counts a piece's bytes for its source (the report's `sources`).
   private func received(_ count: Int64, _ job: Int, _ download: SegmentedDownload, _ source: Int) {
-    jobs[job].life.received(count, from: download.sources[source].listIndex)
+    self.built(job).life.received(count, from: download.sources[source].listIndex)
   }
 
   /// Takes a source out of a segmented download: it failed (`failure`: it is also set aside for
@@ -259,11 +260,11 @@ extension Engine {
     _ job: Int, _ download: SegmentedDownload, _ source: Int, failure: TransferFailure?, now: UInt64
   ) {
     download.sources[source].dropped = true
-    if let failure, let list = jobs[job].life.sources, let index = download.sources[source].listIndex,
+    if let failure, let list = self.built(job).life.sources, let index = download.sources[source].listIndex,
       !list.aside[index]
     {
       observer?.transferSourceFailed(job, url: list.sources[index].url, failure: failure)
-      jobs[job].life.sources?.setAside(index, failure)
+      self.built(job).life.sources?.setAside(index, failure)
     }
     for piece in download.pieces where piece.transfer == nil && !piece.isDone {
       piece.notBefore = min(piece.notBefore, now)
@@ -298,8 +299,8 @@ extension Engine {
   /// one stream, the first one when it still runs, else from the bytes on disk from byte 0.
   private func fallBackToOneStream(_ job: Int, _ download: SegmentedDownload) {
     let built = built(job)
-    jobs[job].life.segmentsOff = true
-    jobs[job].life.repairing = false
+    self.built(job).life.segmentsOff = true
+    self.built(job).life.repairing = false
     download.hasher?.stop()
     if let stream = stopPieces(job, download) {
       stream.piece = nil
@@ -329,7 +330,8 @@ extension Engine {
     observer?.transferCheckpoints([checkpoint(job, download, extents: extents)])
     let kept = TransferSpec.Resume(offset: download.syncedPrefix, validator: download.validator, total: download.total)
     perform(
-      jobs[job].life.segmentsFailed(failure, source: source, kept: kept, extents: extents, cancelled: cancelled.isSet),
+      self.built(job).life.segmentsFailed(
+        failure, source: source, kept: kept, extents: extents, cancelled: cancelled.isSet),
       job, now: Self.now())
   }
 
@@ -337,7 +339,7 @@ extension Engine {
   /// to the run like a single stream's.
   private func completeSegmented(_ job: Int, _ download: SegmentedDownload) {
     segmented[job] = nil
-    let life = jobs[job].life
+    let life = self.built(job).life
     guard let sha256 = download.digest() else {
       complete(
         job,

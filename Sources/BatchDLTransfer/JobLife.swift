@@ -99,7 +99,6 @@ package struct JobLife {
   package private(set) var attemptsBefore = 0
   /// When the job's turn came in this run (the engine's clock).
   package private(set) var startedAt: UInt64?
-  package private(set) var finished = false
   /// Body bytes received from the network in this run, over all attempts.
   package private(set) var transferred: Int64 = 0
   /// Redirects followed by the engine in the current attempt.
@@ -130,8 +129,8 @@ package struct JobLife {
     self.rules = rules
   }
 
-  /// The job's spec is known (its turn came): its rules and its sources.
-  package mutating func learn(_ spec: TransferSpec) {
+  /// The life of a job whose spec is known (its turn came): its rules and its sources.
+  package init(spec: TransferSpec) {
     rules = Rules(spec: spec)
     sources =
       spec.mirrors.isEmpty
@@ -292,13 +291,6 @@ package struct JobLife {
   /// against the sources before.
   package mutating func movedOn() {
     attemptsBefore = attempts
-  }
-
-  /// The job ended: nothing more is decided for it.
-  package mutating func finish() -> Bool {
-    guard !finished else { return false }
-    finished = true
-    return true
   }
 
   // MARK: - Decisions
