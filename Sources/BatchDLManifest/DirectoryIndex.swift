@@ -1,0 +1,496 @@
+import BatchDLSupport
+
+/// Reading one folder of a server's directory listing, the document behind `index:`: the HTML
+/// autoindex pages of nginx, Apache (mod_autoindex) and lighttpd (mod_dirlisting), and nginx's
+/// `autoindex_format json`.
+///
+/// A listing comes from the network and is read as hostile: its size and entry count are bounded,
+/// its links are resolved against the folder's URL with libcurl's URL API (the page's `<base>` is
+/// not followed), only links to the folder's own children are entries (parent, sort and query
+/// links, fragments and links to anywhere else are counted and ignored), and each name goes through
+/// the rules of a destination (`RelativeDestination`) before anything is named after it.
+///
+/// `DirectoryIndex.Filter` matches `include:`/`exclude:` globs, and `nextFolders` says which pages
+/// to fetch next for `depth:` (DirectoryIndexCrawl.swift).
+public enum DirectoryIndex {
+  /// The largest page read: 16 MiB, about 150,000 entries of nginx's HTML.
+  public static let maxBytes = 16 << 20
+  /// The most entries taken from one page; the rest are left out with an error.
+  public static let maxEntries = 100_000
+  /// The most links read from one HTML page, those ignored included (parent, sort links...).
+  public static let maxLinks = 2 * maxEntries
+  /// The longest href read (bytes): a name of 255 bytes percent-encoded takes 765, and an
+  /// absolute link adds its folder's URL.
+  public static let maxHrefBytes = 16 << 10
+  /// The most bytes kept of a link's text, of the text after it (its date and size) and of the
+  /// page's title.
+  public static let maxTextBytes = 1024
+
+  /// The kind of listing a page was recognized as.
+  public enum Format: String, Sendable, Hashable {
+    /// nginx's `autoindex on` page: `<title>Index of /path/</title>`, one `<a>` a line in a
+    /// `<pre>` followed by the date (`05-Mar-2024 10:20`) and the size (bytes, or `3M` with
+    /// `autoindex_exact_size off`).
+    case nginx
+    /// nginx's `autoindex_format json`: `[{"name", "type", "mtime", "size"}]`.
+    case nginxJSON = "nginx-json"
+    /// Apache's mod_autoindex: a table (`HTMLTable`), a `<pre>` (`FancyIndexing`) or a list,
+    /// recognized by its `?C=N;O=D` sort links or its `Parent Directory` link.
+    case apache
+    /// lighttpd's mod_dirlisting: a table whose name cells have `class="n"`.
+    case lighttpd
+    /// A page titled `Index of ...` (or `Directory listing for ...`) from another server: its
+    /// links are read the same way.
+    case other
+  }
+
+  /// A size as a listing shows it.
+  public struct ListedSize: Hashable, Sendable {
+    /// The size in bytes; when not exact, the listing's rounded figure (`1.2K` is 1229).
+    public var bytes: Int64
+    /// A plain number of bytes (nginx by default, Apache below 1K, JSON), not `1.2K` or `3M`.
+    public var isExact: Bool
+
+    public init(bytes: Int64, isExact: Bool) {
+      self.bytes = bytes
+      self.isExact = isExact
+    }
+  }
+
+  /// One child of the folder: a file or a sub-folder.
+  public struct Entry: Hashable, Sendable {
+    /// The name, percent-decoded: one path segment that `RelativeDestination` accepts (no `/`,
+    /// `.`, `..`, control character or NUL; valid UTF-8).
+    public var name: String
+    /// The listing links it with a trailing `/` (JSON: `"type": "directory"`).
+    public var isFolder: Bool
+    /// Its absolute URL, normalized (`URLNormalizer`): under the folder's URL, ending with `/` for
+    /// a folder.
+    public var url: String
+    /// The size as listed (`1234`, `1.2K`), nil for none or `-`.
+    public var sizeText: String?
+    /// The date as listed (`05-Mar-2024 10:20`, `2024-03-05 10:20`, an HTTP date in JSON).
+    public var dateText: String?
+    /// `sizeText` read as bytes, when it reads as a size.
+    public var size: ListedSize?
+    /// Where the entry's link (its `<a>`, its JSON object) starts in the page.
+    public var mark: SourceMark
+
+    /// The listed size and date as one text, to compare with an earlier run's: a file whose
+    /// fingerprint changed is fetched again. Empty when the listing shows neither (Apache without
+    /// FancyIndexing): then a change cannot be seen. Dates are to the minute in nginx's and
+    /// Apache's HTML: a change of the same size within a minute is not seen either.
+    public var fingerprint: String {
+      if sizeText == nil && dateText == nil { return "" }
+      return "\(sizeText ?? "-") \(dateText ?? "-")"
+    }
+  }
+
+  /// A name the page links to inside the folder that is refused as a name, and why.
+  public struct LeftOutEntry: Hashable, Sendable {
+    /// The name as decoded (may hold the characters that made it refused).
+    public var name: String
+    public var mark: SourceMark
+    /// The diagnostic's message (the name escaped).
+    public var message: String
+  }
+
+  /// One folder's page as read.
+  public struct Listing: Sendable {
+    /// The folder's URL, normalized (ends with `/`).
+    public var folderURL: String
+    /// What the page was recognized as; nil when it is not a directory listing (no `Index of`
+    /// title, not JSON, unreadable): the caller tells "an empty folder" (a format, no entries)
+    /// from "not a listing" (nil) with it.
+    public var format: Format?
+    /// The page's `<title>`, white space collapsed.
+    public var title: String?
+    /// The folder's children in page order, each name once.
+    public var entries: [Entry] = []
+    /// Names refused (each also an error in `diagnostics`): the other entries are unaffected.
+    public var leftOut: [LeftOutEntry] = []
+    /// Links that are no entries: the parent, sort and query links, fragments, links elsewhere.
+    public var ignoredLinks = 0
+    /// False when a limit cut the page short, or it could not be read at all.
+    public var isComplete = true
+    /// Errors and warnings in page order, at `URL:LINE:COLUMN`.
+    public var diagnostics: [Diagnostic] = []
+
+    /// The page is a directory listing (possibly of an empty folder).
+    public var isListing: Bool { format != nil }
+    public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
+  }
+
+  /// Reads one folder's page: `bytes` as received from `folderURL` (the URL of a folder, ending
+  /// with `/`), whose response said `contentType` (nil when it said none: the format is then
+  /// sniffed). `display` names the page in diagnostics (default: the folder's URL without its
+  /// user and password).
+  public static func parse(
+    _ bytes: [UInt8], folderURL: String, contentType: String?, display: String? = nil
+  )
+    -> Listing
+  {
+    let file = display ?? Redactor.stripUserInfo(folderURL)
+    let start = SourceMark(file: file, line: 1, column: 1)
+    func failed(_ folder: String, _ message: String) -> Listing {
+      var listing = Listing(folderURL: folder, format: nil, title: nil)
+      listing.isComplete = false
+      listing.diagnostics = [Diagnostic(.error, at: start, message)]
+      return listing
+    }
+    let resolver: LinkResolver
+    switch LinkResolver.make(folderURL: folderURL) {
+    case .success(let made): resolver = made
+    case .failure(let problem): return failed(folderURL, problem.description)
+    }
+    let folder = resolver.folderText
+    if bytes.count > maxBytes {
+      return failed(
+        folder, "the listing holds \(bytes.count) bytes, more than \(maxBytes >> 20) MiB, the most batchdl reads of one"
+      )
+    }
+    if let problem = encodingProblem(bytes) { return failed(folder, problem) }
+    let positions = Positions(bytes, file: file)
+    switch documentKind(bytes, contentType: contentType) {
+    case .json:
+      return JSONListing.read(bytes, resolver: resolver, positions: positions)
+    case .html(let encoding):
+      return HTMLListing.read(bytes, encoding: encoding, resolver: resolver, positions: positions)
+    case .unsupported(let type):
+      return failed(
+        folder,
+        "the index URL answered with the content type '\(ShownText.escaped(type, limit: 60))': not a directory listing (HTML, or nginx's JSON)"
+      )
+    }
+  }
+
+  enum DocumentKind: Equatable {
+    /// HTML in this character set (as libxml2 names it).
+    case html(String)
+    case json
+    case unsupported(String)
+  }
+
+  /// The format the content type says (`application/json`, `text/html`), else the one the first
+  /// byte shows (`[` or `{` for JSON, anything else is read as HTML).
+  static func documentKind(_ bytes: [UInt8], contentType: String?) -> DocumentKind {
+    var mediaType = ""
+    var charset = ""
+    if let contentType {
+      let parts = contentType.split(separator: ";", omittingEmptySubsequences: false)
+      mediaType = trimmed(parts.first ?? "").lowercased()
+      for parameter in parts.dropFirst() {
+        let pair = parameter.split(separator: "=", maxSplits: 1).map { trimmed($0) }
+        if pair.count == 2, pair[0].lowercased() == "charset" {
+          charset = pair[1].lowercased().filter { $0 != "\"" && $0 != "'" }
+        }
+      }
+    }
+    let encoding: String
+    switch charset {
+    case "iso-8859-1", "iso8859-1", "latin1", "l1", "iso_8859-1": encoding = "ISO-8859-1"
+    case "windows-1252", "cp1252": encoding = "WINDOWS-1252"
+    // UTF-8, US-ASCII and the rest: a listing's names are in its percent-encoded links, and
+    // other character sets are not worth libxml2's converters on a hostile page.
+    default: encoding = "UTF-8"
+    }
+    switch mediaType {
+    case "application/json", "text/json":
+      return .json
+    case _ where mediaType.hasSuffix("+json"):
+      return .json
+    case "text/html", "application/xhtml+xml":
+      return .html(encoding)
+    case "", "text/plain", "application/octet-stream", "application/unknown", "unknown/unknown":
+      let body = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...]
+      let first = body.first { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }
+      return first == UInt8(ascii: "[") || first == UInt8(ascii: "{") ? .json : .html(encoding)
+    default:
+      return .unsupported(mediaType)
+    }
+  }
+
+  /// Why a page is not read: UTF-16 or UTF-32 (their NUL bytes would cut libxml2's input short,
+  /// and neither server writes them).
+  static func encodingProblem(_ bytes: [UInt8]) -> String? {
+    if bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE]) || bytes.prefix(4).contains(0) {
+      return "the listing is not UTF-8 (it looks like UTF-16 or UTF-32): batchdl reads listings in UTF-8"
+    }
+    return nil
+  }
+
+  /// `name` as an entry's name, or why it is refused: one segment that `RelativeDestination`
+  /// takes as it is (no `/`, `.`, `..`, control character, NUL; at most 255 bytes).
+  static func nameProblem(_ name: String) -> String? {
+    if name.isEmpty { return "is empty" }
+    if name == "." || name == ".." { return "is '\(name)': a name may not climb out of its folder" }
+    if name.utf8.contains(0x2F) { return "contains '/': a name is one path segment" }
+    switch RelativeDestination.parse(name) {
+    case .failure(let problem): return problem.reason.message
+    case .success(let destination):
+      return destination.path == name ? nil : "is not a plain name"
+    }
+  }
+
+  /// Reads a size as nginx, Apache and lighttpd show it: bytes (`1234`, exact), or a figure with
+  /// a binary unit (`1.2K`, `3M`, `0.1K`, approximate; `B`, `KB`, `KiB` spellings too). Nil for
+  /// anything else (`-` included).
+  static func listedSize(_ text: String) -> ListedSize? {
+    var digits = Substring(text)
+    if digits.hasSuffix("iB") {
+      digits = digits.dropLast(2)
+    } else if digits.hasSuffix("B") || digits.hasSuffix("b") {
+      digits = digits.dropLast()
+    }
+    var shift = 0
+    var hasUnit = false
+    if let last = digits.last, let power = "KMGTPE".firstIndex(of: Character(last.uppercased())) {
+      shift = 10 * ("KMGTPE".distance(from: "KMGTPE".startIndex, to: power) + 1)
+      hasUnit = true
+      digits = digits.dropLast()
+    }
+    let parts = digits.split(separator: ".", omittingEmptySubsequences: false)
+    guard parts.count <= 2, let whole = parts.first, !whole.isEmpty, whole.count <= 18,
+      whole.allSatisfy({ $0.isASCII && $0.isNumber }), let wholeValue = Int64(whole)
+    else { return nil }
+    var fraction = 0.0
+    if parts.count == 2 {
+      let decimals = parts[1]
+      guard hasUnit, !decimals.isEmpty, decimals.count <= 3, decimals.allSatisfy({ $0.isASCII && $0.isNumber }),
+        let value = Double("0." + decimals)
+      else { return nil }
+      fraction = value
+    }
+    if !hasUnit { return ListedSize(bytes: wholeValue, isExact: true) }
+    let bytes = (Double(wholeValue) + fraction) * Double(Int64(1) << shift)
+    guard bytes < 9.2e18 else { return nil }
+    return ListedSize(bytes: Int64(bytes.rounded()), isExact: false)
+  }
+
+  /// The date and size in the text that follows a link (`05-Mar-2024 10:20   1234`,
+  /// `\t2024-03-05 10:20\t1.2K\t`): the first word that reads as a date (digits with `-` or `/`),
+  /// with the time after it, then the first word after those that reads as a size or is `-`.
+  static func dateAndSize(after text: String) -> (date: String?, size: String?) {
+    let words = text.split { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\u{A0}" }
+    var index = 0
+    var date: String?
+    if let found = words.firstIndex(where: isDateWord) {
+      var text = String(words[found])
+      index = found + 1
+      if index < words.count, isTimeWord(words[index]) {
+        text += " " + words[index]
+        index += 1
+      }
+      date = text
+    }
+    var size: String?
+    while index < words.count {
+      let word = words[index]
+      if word == "-" { break }
+      if listedSize(String(word)) != nil {
+        size = String(word)
+        break
+      }
+      // Only the column right after the date holds the size; a word there that is not one means
+      // the listing shows none.
+      if date != nil { break }
+      index += 1
+    }
+    return (date, size)
+  }
+
+  /// `text` without the spaces, tabs and no-break spaces around it.
+  static func trimmed(_ text: some StringProtocol) -> String {
+    let isSpace = { (character: Character) in character == " " || character == "\t" || character == "\u{A0}" }
+    guard let first = text.firstIndex(where: { !isSpace($0) }), let last = text.lastIndex(where: { !isSpace($0) })
+    else { return "" }
+    return String(text[first...last])
+  }
+
+  private static func isDateWord(_ word: Substring) -> Bool {
+    word.count >= 6 && word.count <= 32 && word.contains(where: \.isNumber)
+      && (word.contains("-") || word.contains("/"))
+      && word.allSatisfy { ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" || $0 == "/" || $0 == "." }
+  }
+
+  private static func isTimeWord(_ word: Substring) -> Bool {
+    word.count >= 4 && word.count <= 12 && word.contains(":")
+      && word.allSatisfy { ($0.isASCII && $0.isNumber) || $0 == ":" || $0 == "." }
+  }
+}
+
+/// Resolves a page's links against its folder's URL (`URLReferenceResolver`: libcurl's URL API)
+/// and keeps those that name a child of the folder. Not thread-safe.
+final class LinkResolver {
+  struct Problem: Error, CustomStringConvertible {
+    var description: String
+  }
+
+  /// What a link is to the folder.
+  enum Outcome: Equatable {
+    /// A child: its raw (still percent-encoded) name, whether it ends with `/`, its normalized URL.
+    case child(segment: String, isFolder: Bool, url: String)
+    /// A link that is no entry (elsewhere, the parent, the folder itself, a query or a fragment).
+    case ignored
+  }
+
+  /// The folder's normalized URL, ending with `/`, without query or fragment.
+  let folderText: String
+  private let references = URLReferenceResolver()
+  private let normalizer = URLNormalizer()
+
+  private init(folderText: String) {
+    self.folderText = folderText
+  }
+
+  static func make(folderURL: String) -> Result<LinkResolver, Problem> {
+    let normalizer = URLNormalizer()
+    let normal: NormalizedURL
+    switch normalizer.normalize(folderURL) {
+    case .success(let value): normal = value
+    case .failure(let problem): return .failure(Problem(description: "the index URL: \(problem.description)"))
+    }
+    var text = normal.text
+    if let query = text.firstIndex(of: "?") { text = String(text[..<query]) }
+    guard text.hasSuffix("/") else {
+      return .failure(
+        Problem(
+          description:
+            "the index URL '\(ShownText.escaped(Redactor.stripUserInfo(folderURL), limit: 200))' does not end with '/': a listing's links are relative to a folder"
+        ))
+    }
+    return .success(LinkResolver(folderText: text))
+  }
+
+  /// What `href` (as the page wrote it, entities decoded) is to the folder.
+  func resolve(_ href: String) -> Outcome {
+    // A browser drops white space around an href and tabs and line breaks inside it.
+    var text = Substring(href)
+    while let first = text.utf8.first, first <= 0x20 { text = text.dropFirst() }
+    while let last = text.utf8.last, last <= 0x20 { text = text.dropLast() }
+    if let hash = text.firstIndex(of: "#") { text = text[..<hash] }
+    if text.isEmpty || text.contains("?") { return .ignored }
+    guard let resolved = references.resolve(Self.encodeForURL(text), against: folderText) else { return .ignored }
+    guard case .success(let normal) = normalizer.normalize(resolved), normal.text.hasPrefix(folderText) else {
+      return .ignored
+    }
+    var rest = normal.text.dropFirst(folderText.count)
+    if rest.contains("?") || rest.contains("#") { return .ignored }
+    let isFolder = rest.hasSuffix("/")
+    if isFolder { rest = rest.dropLast() }
+    // The folder itself, or a deeper path: no child of this folder.
+    if rest.isEmpty || rest.contains("/") { return .ignored }
+    return .child(segment: String(rest), isFolder: isFolder, url: normal.text)
+  }
+
+  /// `text` with the bytes a URL cannot hold as they are percent-encoded (what a browser sends
+  /// for a raw space or a non-ASCII letter in a link); tabs and line breaks dropped.
+  static func encodeForURL(_ text: Substring) -> String {
+    guard text.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F || $0 == 0x22 || $0 == 0x3C || $0 == 0x3E }) else {
+      return String(text)
+    }
+    var out: [UInt8] = []
+    out.reserveCapacity(text.utf8.count + 16)
+    for byte in text.utf8 {
+      if byte == 0x09 || byte == 0x0A || byte == 0x0D { continue }
+      if byte <= 0x20 || byte >= 0x7F || byte == 0x22 || byte == 0x3C || byte == 0x3E {
+        Hex.appendPercentEncoded(byte, to: &out, upperCase: true)
+      } else {
+        out.append(byte)
+      }
+    }
+    return String(decoding: out, as: UTF8.self)
+  }
+
+  /// The bytes of `segment` with every `%XX` decoded.
+  static func percentDecoded(_ segment: String) -> [UInt8] {
+    let bytes = Array(segment.utf8)
+    var out: [UInt8] = []
+    out.reserveCapacity(bytes.count)
+    var index = 0
+    while index < bytes.count {
+      if bytes[index] == 0x25, index + 2 < bytes.count, let high = Hex.value(of: bytes[index + 1]),
+        let low = Hex.value(of: bytes[index + 2])
+      {
+        out.append(high << 4 | low)
+        index += 3
+      } else {
+        out.append(bytes[index])
+        index += 1
+      }
+    }
+    return out
+  }
+
+  /// `name` percent-encoded as one path segment (every byte but the unreserved ones), appended to
+  /// the folder's URL: the URL of a JSON entry.
+  func childURL(named name: String, isFolder: Bool) -> String {
+    var out = Array(folderText.utf8)
+    for byte in name.utf8 {
+      let unreserved =
+        (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
+        || byte == 0x2D || byte == 0x2E || byte == 0x5F || byte == 0x7E
+      if unreserved { out.append(byte) } else { Hex.appendPercentEncoded(byte, to: &out, upperCase: true) }
+    }
+    if isFolder { out.append(0x2F) }
+    return String(decoding: out, as: UTF8.self)
+  }
+}
+
+/// What the readers of both formats share: names checked once each, duplicates, the entry limit.
+struct EntryCollector {
+  var listing: Listing
+  private var seen: [String: SourceMark] = [:]
+  private var full = false
+
+  typealias Listing = DirectoryIndex.Listing
+
+  init(folderURL: String) {
+    listing = Listing(folderURL: folderURL, format: nil, title: nil)
+  }
+
+  /// Adds the child `name` (decoded) unless it is refused, listed before, or past the limit.
+  mutating func add(
+    name: String, isFolder: Bool, url: String, date: String?, size: String?, listed: DirectoryIndex.ListedSize?,
+    mark: SourceMark
+  ) {
+    if full { return }
+    if let problem = DirectoryIndex.nameProblem(name) {
+      let message = "the listing's name '\(ShownText.escaped(name, limit: 200))' \(problem); it is left out"
+      listing.leftOut.append(DirectoryIndex.LeftOutEntry(name: name, mark: mark, message: message))
+      listing.diagnostics.append(Diagnostic(.error, at: mark, message))
+      return
+    }
+    if let first = seen[name] {
+      listing.diagnostics.append(
+        Diagnostic(
+          .warning, at: mark,
+          "the listing names '\(ShownText.escaped(name, limit: 200))' again (first at \(first.line):\(first.column)); the first is kept"
+        ))
+      return
+    }
+    if listing.entries.count == DirectoryIndex.maxEntries {
+      full = true
+      listing.isComplete = false
+      listing.diagnostics.append(
+        Diagnostic(
+          .error, at: mark,
+          "the listing has more than \(DirectoryIndex.maxEntries) entries, the most batchdl reads of one folder; the rest are left out"
+        ))
+      return
+    }
+    seen[name] = mark
+    listing.entries.append(
+      DirectoryIndex.Entry(
+        name: name, isFolder: isFolder, url: url, sizeText: size, dateText: date, size: listed, mark: mark))
+  }
+
+  /// A name that is not valid UTF-8 after percent-decoding.
+  mutating func refuseEncoding(_ segment: String, mark: SourceMark) {
+    if full { return }
+    let message =
+      "the listing's name '\(ShownText.escaped(segment, limit: 200))' is not UTF-8 once percent-decoded; it is left out"
+    listing.leftOut.append(DirectoryIndex.LeftOutEntry(name: segment, mark: mark, message: message))
+    listing.diagnostics.append(Diagnostic(.error, at: mark, message))
+  }
+}
