@@ -115,8 +115,11 @@ public final class NginxServer: @unchecked Sendable {
 
   /// `http2`: offer h2 by ALPN; `serverDirectives`: more lines in the `server` block (e.g.
   /// `keepalive_requests 5;`, a `location` proxying to the test server); `clientCertificates`:
-  /// require a client certificate issued by the test CA.
-  public init(http2: Bool = true, serverDirectives: String = "", clientCertificates: Bool = false) throws {
+  /// require a client certificate issued by the test CA; `autoindex`: locations that list their
+  /// folders (NginxAutoindex.swift).
+  public init(
+    http2: Bool = true, serverDirectives: String = "", clientCertificates: Bool = false, autoindex: [Autoindex] = []
+  ) throws {
     guard let nginx = ExternalTool.find("nginx") else {
       throw Problem("nginx is not installed: scripts/setup installs nginx-light")
     }
@@ -131,7 +134,8 @@ public final class NginxServer: @unchecked Sendable {
     for _ in 0..<5 {
       let port = try Self.freePort()
       let config = Self.configuration(
-        base: base, port: port, http2: http2, serverDirectives: serverDirectives,
+        base: base, port: port, http2: http2,
+        serverDirectives: serverDirectives + autoindex.map { $0.location(root: base + "/www") }.joined(),
         clientCA: clientCertificates ? certificates.caCertificate : nil, certificates: certificates)
       try config.write(toFile: base + "/nginx.conf", atomically: true, encoding: .utf8)
       let process = Process()
