@@ -1,0 +1,185 @@
+import BatchDLSupport
+
+/// How a task found its name in a checksum file.
+public enum ChecksumMatchRule: String, Sendable {
+  /// The task's path (its URL's path relative to the checksum file's folder URL, or, for a local
+  /// checksum file, its destination relative to the session's `dest`) is a name of the file.
+  case path
+  /// The task's file name is the last component of exactly one name of the file.
+  case fileName = "file name"
+}
+
+/// A name of a checksum file and where it is listed.
+public struct ChecksumName: Hashable, Sendable {
+  public var name: String
+  public var mark: SourceMark
+}
+
+/// Which entries of a checksum file a task is checked with, or why it has none.
+public enum ChecksumMatch: Hashable, Sendable {
+  /// The entries of the name found, strongest first (one per algorithm).
+  case matched(name: String, rule: ChecksumMatchRule, entries: [ChecksumEntry])
+  /// The name found is listed without a usable hash (a bad hash, an algorithm batchdl does not
+  /// check, two lines that disagree).
+  case leftOut(ChecksumLeftOut, rule: ChecksumMatchRule)
+  /// No name is the task's path, and several end in its file name: `count` of them, the first few
+  /// listed.
+  case ambiguous(file: String, path: String?, fileName: String, count: Int, names: [ChecksumName])
+  /// No name is the task's path, and none ends in its file name.
+  case none(file: String, path: String?, fileName: String)
+  /// Two checksum files give different hashes of one algorithm for the task (`combine`).
+  case disagreement(ChecksumEntry, ChecksumEntry)
+
+  /// The digest to check the file with: the strongest entry's.
+  public var digest: ExpectedDigest? { entries.first?.digest }
+
+  /// The entries found, strongest first; empty when none matched.
+  public var entries: [ChecksumEntry] {
+    if case .matched(_, _, let entries) = self { return entries }
+    return []
+  }
+
+  /// Which entry matched and how, or why none did: one line, names escaped.
+  public var message: String {
+    switch self {
+    case .matched(let name, let rule, let entries):
+      let mark = entries.first.map { " at \($0.mark)" } ?? ""
+      return "matched '\(Self.shown(name))'\(mark) by its \(rule.rawValue)"
+    case .leftOut(let item, let rule):
+      return
+        "\(item.mark): '\(Self.shown(item.name))' (matched by its \(rule.rawValue)) has no usable hash: \(item.message)"
+    case .ambiguous(let file, let path, let fileName, let count, let names):
+      let listed = names.map { "'\(Self.shown($0.name))' at line \($0.mark.line)" }.joined(separator: ", ")
+      let more = count > names.count ? ", …" : ""
+      return
+        "\(Self.noPath(file, path))\(count) names end in '\(Self.shown(fileName))' (\(listed)\(more)): which one is meant is ambiguous"
+    case .none(let file, let path, let fileName):
+      return "\(Self.noPath(file, path))no name ends in '\(Self.shown(fileName))'"
+    case .disagreement(let first, let second):
+      return
+        "the checksum files disagree on the \(first.digest.algorithm.rawValue) hash of '\(Self.shown(first.name))' (\(first.mark) and \(second.mark))"
+    }
+  }
+
+  private static func noPath(_ file: String, _ path: String?) -> String {
+    let lists = "\(file) lists "
+    guard let path else { return lists + "no entry by path; " }
+    return lists + "no '\(shown(path))', and "
+  }
+
+  private static func shown(_ text: String) -> String { ShownText.escaped(text, limit: 200) }
+
+  /// The match of a task covered by several checksum files: the entries of every file that matched
+  /// (one per algorithm, strongest first), a disagreement when two give different hashes of one
+  /// algorithm; when none matched, the first name left out, else the first ambiguity, else the first
+  /// miss.
+  public static func combine(_ matches: [ChecksumMatch]) -> ChecksumMatch? {
+    var first: (name: String, rule: ChecksumMatchRule)?
+    var byAlgorithm: [DigestAlgorithm: ChecksumEntry] = [:]
+    for case .matched(let name, let rule, let entries) in matches {
+      if first == nil { first = (name, rule) }
+      for entry in entries {
+        if let earlier = byAlgorithm[entry.digest.algorithm] {
+          if earlier.digest != entry.digest { return .disagreement(earlier, entry) }
+        } else {
+          byAlgorithm[entry.digest.algorithm] = entry
+        }
+      }
+    }
+    if let first {
+      return .matched(
+        name: first.name, rule: first.rule,
+        entries: byAlgorithm.values.sorted { $0.digest.algorithm < $1.digest.algorithm })
+    }
+    for match in matches {
+      if case .disagreement = match { return match }
+    }
+    for match in matches {
+      if case .leftOut = match { return match }
+    }
+    for match in matches {
+      if case .ambiguous = match { return match }
+    }
+    return matches.first
+  }
+}
+
+extension ChecksumFile {
+  /// The entries a task is checked with: those of the name that is its `path` (see
+  /// `ChecksumMatchRule.path`; a normalized relative path, nil when it has none, e.g. a URL outside
+  /// the checksum file's folder), else those of the one name whose last component is `fileName`
+  /// (the task's file name). A name found but left out is the answer, not a reason to look further.
+  public func match(path: String?, fileName: String) -> ChecksumMatch {
+    if let path {
+      let found = entries(named: path)
+      if !found.isEmpty { return .matched(name: path, rule: .path, entries: found) }
+      if let item = leftOut(named: path) { return .leftOut(item, rule: .path) }
+    }
+    let (count, names) = names(withFileName: fileName)
+    guard count == 1, let only = names.first else {
+      if count == 0 { return .none(file: file, path: path, fileName: fileName) }
+      return .ambiguous(file: file, path: path, fileName: fileName, count: count, names: names)
+    }
+    let found = entries(named: only.name)
+    if !found.isEmpty { return .matched(name: only.name, rule: .fileName, entries: found) }
+    if let item = leftOut(named: only.name) { return .leftOut(item, rule: .fileName) }
+    return .none(file: file, path: path, fileName: fileName)
+  }
+
+  /// The path of `url` relative to the folder of `checksumURL` (both http or https), percent-decoded
+  /// and normalized, as a checksum file names it: `https://h/pub/iso/a%20b.iso` beside
+  /// `https://h/pub/SHA256SUMS` is `iso/a b.iso`. Nil when `url` is at another origin or outside
+  /// that folder, or when a segment decodes to what no name holds (`/`, NUL, a control character,
+  /// bytes that are not UTF-8). The query and fragment are not part of the path.
+  public static func relativePath(ofURL url: String, checksumURL: String) -> String? {
+    let parsed = Metalink.normalizer.withLock { normalizer in
+      (try? normalizer.normalize(url).get(), try? normalizer.normalize(checksumURL).get())
+    }
+    guard let target = parsed.0, let list = parsed.1, target.scheme == list.scheme,
+      target.authority == list.authority, let targetPath = path(of: target), let listPath = path(of: list),
+      let slash = listPath.utf8.lastIndex(of: 0x2F)
+    else { return nil }
+    let folder = listPath.utf8[...slash]
+    guard targetPath.utf8.starts(with: folder) else { return nil }
+    let rest = targetPath.utf8.dropFirst(folder.count)
+    guard !rest.isEmpty else { return nil }
+    var segments: [String] = []
+    for segment in rest.split(separator: 0x2F, omittingEmptySubsequences: false) {
+      guard let decoded = percentDecoded(Array(segment)) else { return nil }
+      segments.append(decoded)
+    }
+    guard case .success(let name) = ChecksumLineReader.checkName(segments.joined(separator: "/")) else { return nil }
+    return name
+  }
+
+  /// The path of a normalized URL (`/` and on, without the query).
+  private static func path(of url: NormalizedURL) -> String? {
+    let text = url.text.utf8
+    guard let scheme = text.firstRange(of: "://".utf8) else { return nil }
+    let authorityAndPath = text[scheme.upperBound...]
+    guard let start = authorityAndPath.firstIndex(of: 0x2F) else { return nil }
+    let end = text[start...].firstIndex { $0 == 0x3F || $0 == 0x23 } ?? text.endIndex
+    return String(text[start..<end])
+  }
+
+  /// A path segment with every `%XX` decoded; nil when it decodes to `/`, NUL or bytes that are not
+  /// UTF-8.
+  private static func percentDecoded(_ bytes: [UInt8]) -> String? {
+    var out: [UInt8] = []
+    out.reserveCapacity(bytes.count)
+    var index = 0
+    while index < bytes.count {
+      if bytes[index] == 0x25, index + 2 < bytes.count, let high = Hex.value(of: bytes[index + 1]),
+        let low = Hex.value(of: bytes[index + 2])
+      {
+        out.append(high << 4 | low)
+        index += 3
+      } else {
+        out.append(bytes[index])
+        index += 1
+      }
+    }
+    guard !out.contains(0x2F), !out.contains(0) else { return nil }
+    return String(validating: out, as: UTF8.self)
+  }
+}
