@@ -165,20 +165,7 @@ extension ChecksumFile {
   /// A path segment with every `%XX` decoded; nil when it decodes to `/`, NUL or bytes that are not
   /// UTF-8.
   private static func percentDecoded(_ bytes: [UInt8]) -> String? {
-    var out: [UInt8] = []
-    out.reserveCapacity(bytes.count)
-    var index = 0
-    while index < bytes.count {
-      if bytes[index] == 0x25, index + 2 < bytes.count, let high = Hex.value(of: bytes[index + 1]),
-        let low = Hex.value(of: bytes[index + 2])
-      {
-        out.append(high << 4 | low)
-        index += 3
-      } else {
-        out.append(bytes[index])
-        index += 1
-      }
-    }
+    let out = Hex.percentDecoded(bytes)
     guard !out.contains(0x2F), !out.contains(0) else { return nil }
     return String(validating: out, as: UTF8.self)
   }

@@ -404,22 +404,7 @@ final class LinkResolver {
 
   /// The bytes of `segment` with every `%XX` decoded.
   static func percentDecoded(_ segment: String) -> [UInt8] {
-    let bytes = Array(segment.utf8)
-    var out: [UInt8] = []
-    out.reserveCapacity(bytes.count)
-    var index = 0
-    while index < bytes.count {
-      if bytes[index] == 0x25, index + 2 < bytes.count, let high = Hex.value(of: bytes[index + 1]),
-        let low = Hex.value(of: bytes[index + 2])
-      {
-        out.append(high << 4 | low)
-        index += 3
-      } else {
-        out.append(bytes[index])
-        index += 1
-      }
-    }
-    return out
+    Hex.percentDecoded(Array(segment.utf8))
   }
 
   /// `name` percent-encoded as one path segment (every byte but the unreserved ones), appended to

@@ -16,6 +16,25 @@ package enum Hex {
     }
   }
 
+  /// `bytes` with every `%XX` decoded (a `%` without two hex digits after it stays as it is).
+  package static func percentDecoded(_ bytes: [UInt8]) -> [UInt8] {
+    var out: [UInt8] = []
+    out.reserveCapacity(bytes.count)
+    var index = 0
+    while index < bytes.count {
+      if bytes[index] == 0x25, index + 2 < bytes.count, let high = Hex.value(of: bytes[index + 1]),
+        let low = Hex.value(of: bytes[index + 2])
+      {
+        out.append(high << 4 | low)
+        index += 3
+      } else {
+        out.append(bytes[index])
+        index += 1
+      }
+    }
+    return out
+  }
+
   /// Appends `byte` as `%XX`, its digits upper- or lower-case.
   package static func appendPercentEncoded(_ byte: UInt8, to out: inout [UInt8], upperCase: Bool) {
     (upperCase ? upperDigits : lowerDigits).withUTF8Buffer { digits in
