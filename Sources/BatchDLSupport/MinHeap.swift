@@ -1,14 +1,15 @@
-/// A binary min-heap.
+/// A binary min-heap. Inlinable: the engine's queues (another module) use it per admitted job, and
+/// unspecialized its comparisons and swaps went through generic witnesses (bench/callgrind).
 package struct MinHeap<Element: Comparable> {
-  private var items: [Element] = []
+  @usableFromInline package var items: [Element] = []
 
-  package var isEmpty: Bool { items.isEmpty }
-  package var count: Int { items.count }
-  package var peek: Element? { items.first }
+  @inlinable package var isEmpty: Bool { items.isEmpty }
+  @inlinable package var count: Int { items.count }
+  @inlinable package var peek: Element? { items.first }
 
-  package init() {}
+  @inlinable package init() {}
 
-  package mutating func push(_ element: Element) {
+  @inlinable package mutating func push(_ element: Element) {
     items.append(element)
     var child = items.count - 1
     while child > 0 {
@@ -22,7 +23,7 @@ package struct MinHeap<Element: Comparable> {
     }
   }
 
-  package mutating func pop() -> Element? {
+  @inlinable package mutating func pop() -> Element? {
     guard !items.isEmpty else { return nil }
     items.swapAt(0, items.count - 1)
     let top = items.removeLast()

@@ -9,6 +9,9 @@ package enum HTTPDate {
   /// are 20xx, 50–99 are 19xx) and `Sun Nov  6 08:49:37 1994`. The weekday is not checked
   /// against the date; month names and `GMT` are matched without regard to case.
   package static func parse(_ text: String) -> Date? {
+    // Servers send IMF-fixdate: read from its bytes, without a String per token (every placed
+    // file's Last-Modified comes here); any other text takes the general path below.
+    if let date = text.utf8.withContiguousStorageIfAvailable(fixdate) ?? nil { return date }
     let tokens = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
     let day: String
     let month: String
@@ -35,6 +38,30 @@ package enum HTTPDate {
       dayNumber >= 1, dayNumber <= daysIn(month: monthIndex + 1, year: yearNumber)
     else { return nil }
     let days = daysFromCivil(year: yearNumber, month: monthIndex + 1, day: dayNumber)
+    return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + hour * 3600 + minute * 60 + second))
+  }
+
+  /// `Sun, 06 Nov 1994 08:49:37 GMT` exactly; nil for anything else (the general path decides).
+  private static func fixdate(_ bytes: UnsafeBufferPointer<UInt8>) -> Date? {
+    guard bytes.count == 29, bytes[0..<3].allSatisfy({ ($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x7A }), bytes[3] == 0x2C,
+      bytes[4] == 0x20, bytes[7] == 0x20, bytes[11] == 0x20,
+      bytes[16] == 0x20, bytes[19] == 0x3A, bytes[22] == 0x3A, bytes[25] == 0x20,
+      bytes[26] | 0x20 == 0x67, bytes[27] | 0x20 == 0x6D, bytes[28] | 0x20 == 0x74
+    else { return nil }
+    func digits(_ start: Int, _ count: Int) -> Int? {
+      var value = 0
+      for index in start..<start + count {
+        guard (0x30...0x39).contains(bytes[index]) else { return nil }
+        value = value * 10 + Int(bytes[index] - 0x30)
+      }
+      return value
+    }
+    let month = String(decoding: UnsafeBufferPointer(rebasing: bytes[8..<11]), as: UTF8.self).lowercased()
+    guard let monthIndex = months.firstIndex(of: month), let day = digits(5, 2), let year = digits(12, 4),
+      let hour = digits(17, 2), let minute = digits(20, 2), let second = digits(23, 2), hour < 24, minute < 60,
+      second <= 60, day >= 1, day <= daysIn(month: monthIndex + 1, year: year)
+    else { return nil }
+    let days = daysFromCivil(year: year, month: monthIndex + 1, day: day)
     return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + hour * 3600 + minute * 60 + second))
   }
 
