@@ -1,0 +1,380 @@
+import Crypto
+import Foundation
+import TestServer
+import TestSupport
+import Testing
+
+/// `index:` and `checksums:` run against a real nginx with `autoindex on` over HTTPS: the listing
+/// is crawled, every file is checked against the checksum file, the mirrored checksum file is
+/// placed last, and an unchanged re-run sends only the descriptors' conditional requests.
+@Suite(.serialized) struct MirrorIndexTests {
+  static let tree: [String: String] = [
+    "release/a.txt": "alpha\n",
+    "release/sub/b.txt": "bravo bravo\n",
+    "release/sub/deeper/c.txt": "charlie charlie charlie\n",
+    "release/sub/with space.txt": "spaced\n",
+  ]
+
+  static func sums(_ files: [String: String], folder: String = "release/", wrong: String? = nil) -> String {
+    files.keys.sorted().map { path in
+      let relative = String(path.dropFirst(folder.count))
+      let hash =
+        relative == wrong ? String(repeating: "0", count: 64) : SHA256Digest.hex(Array((files[path] ?? "").utf8))
+      return "\(hash)  \(relative)\n"
+    }.joined()
+  }
+
+  static func serve(_ files: [String: String], on nginx: NginxServer, sums: String? = nil) {
+    for (path, text) in files { nginx.put(path, Array(text.utf8)) }
+    nginx.put("release/SHA256SUMS", Array((sums ?? Self.sums(files)).utf8))
+  }
+
+  static func manifest(
+    _ fixture: RunFixture, _ nginx: NginxServer, extra: String = "", session: String = "", depth: Int = 3
+  ) {
+    fixture.folder.write(
+      "ca.pem", (try? String(contentsOfFile: nginx.certificates.caCertificate, encoding: .utf8)) ?? "")
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        mirror:
+          dest: out
+          tls: {ca_file: ca.pem}
+      \(session)
+          tasks:
+            - index: \(nginx.url("/release/"))
+              depth: \(depth)
+              to: release/
+              checksums: \(nginx.url("/release/SHA256SUMS"))
+      \(extra)
+      """)
+  }
+
+  @Test func anIndexMirrorsTheTreeAndPlacesTheChecksumFileLast() throws {
+    let fixture = try RunFixture()
+    let nginx = try NginxServer(autoindex: [.init(location: "/release/", folder: "release")])
+    defer { nginx.stop() }
+    Self.serve(Self.tree, on: nginx)
+    Self.manifest(fixture, nginx)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    for (path, text) in Self.tree {
+      #expect(fixture.holds("out/" + path, Array(text.utf8)), "\(path)")
+    }
+    #expect(fixture.holds("out/release/SHA256SUMS", Array(Self.sums(Self.tree).utf8)))
+    let tasks = try fixture.tasks()
+    #expect(tasks["out/release/sub/deeper/c.txt"]?["outcome"] as? String == "completed", "\(tasks)")
+    // The mirrored checksum file is fetched after every file it lists is in place.
+    let fileRequests = nginx.requests().filter { !$0.uri.hasSuffix("/") }
+    let sumsAt = fileRequests.lastIndex { $0.uri == "/release/SHA256SUMS" }
+    #expect(sumsAt == fileRequests.count - 1, "\(fileRequests.map(\.uri))")
+    // The report lists the folder pages and the checksum file as descriptors.
+    let report =
+      try JSONSerialization.jsonObject(with: Data((fixture.folder.read("report.json") ?? "").utf8)) as? [String: Any]
+    let descriptors = (report?["descriptors"] as? [[String: Any]] ?? []).compactMap { $0["url"] as? String }
+    #expect(descriptors.contains(nginx.url("/release/sub/deeper/")), "\(descriptors)")
+    #expect(descriptors.contains(nginx.url("/release/SHA256SUMS")), "\(descriptors)")
+
+    // Unchanged: only the descriptors' requests, the checksum file's conditional (304). nginx's
+    // autoindex pages carry no validator, so they come whole; no file is asked for.
+    let before = nginx.requests().count
+    let again = try fixture.run()
+    #expect(again.status == 0, "\(again.stderr)")
+    let rerun = Array(nginx.requests().dropFirst(before))
+    let shown = rerun.map { "\($0.uri) \($0.status)" }
+    #expect(
+      Set(rerun.map(\.uri)) == ["/release/", "/release/sub/", "/release/sub/deeper/", "/release/SHA256SUMS"], "\(shown)"
+    )
+    #expect(rerun.count == 4, "\(shown)")
+    #expect(rerun.first { $0.uri == "/release/SHA256SUMS" }?.status == 304, "\(shown)")
+    #expect(try fixture.tasks().values.allSatisfy { $0["outcome"] as? String == "unchanged" })
+  }
+
+  @Test func aFileWhoseListingChangedIsFetchedAgainWithoutRefresh() throws {
+    let fixture = try RunFixture()
+    let nginx = try NginxServer(autoindex: [.init(location: "/release/", folder: "release")])
+    defer { nginx.stop() }
+    Self.serve(Self.tree, on: nginx)
+    Self.manifest(fixture, nginx)
+    #expect(try fixture.run().status == 0)
+    var changed = Self.tree
+    changed["release/sub/b.txt"] = "bravo, version two, longer\n"
+    Self.serve(changed, on: nginx)
+    // nginx's validators are the mtime (to the second) and size: a later mtime, as a real update has.
+    for path in ["release/sub/b.txt", "release/SHA256SUMS", "release/sub"] {
+      var times = [timespec(tv_sec: time(nil) + 60, tv_nsec: 0), timespec(tv_sec: time(nil) + 60, tv_nsec: 0)]
+      utimensat(AT_FDCWD, nginx.root + "/" + path, &times, 0)
+    }
+    let before = nginx.requests().count
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("out/release/sub/b.txt", Array(changed["release/sub/b.txt"]!.utf8)))
+    #expect(fixture.holds("out/release/SHA256SUMS", Array(Self.sums(changed).utf8)))
+    let fetched = nginx.requests().dropFirst(before).filter { $0.status == 200 && !$0.uri.hasSuffix("/") }.map(\.uri)
+    #expect(Set(fetched) == ["/release/sub/b.txt", "/release/SHA256SUMS"], "\(fetched)")
+  }
+
+  @Test func aFileTheChecksumFileDoesNotListFailsAndTheChecksumFileIsNotPlaced() throws {
+    let fixture = try RunFixture()
+    let nginx = try NginxServer(autoindex: [.init(location: "/release/", folder: "release")])
+    defer { nginx.stop() }
+    Self.serve(Self.tree, on: nginx)
+    nginx.put("release/extra.txt", Array("not listed\n".utf8))
+    Self.manifest(fixture, nginx)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    let tasks = try fixture.tasks()
+    let error = tasks["out/release/extra.txt"]?["error"] as? [String: Any]
+    #expect(error?["code"] as? String == "checksum-missing", "\(tasks)")
+    let message = error?["message"] as? String ?? ""
+    #expect(message.contains("extra.txt"), "\(message)")
+    #expect(!FileManager.default.fileExists(atPath: fixture.folder.path + "/out/release/extra.txt"))
+    #expect(nginx.requests(for: "/release/extra.txt").isEmpty)
+    // The others are checked and placed; the checksum file waits for every file it covers.
+    #expect(fixture.holds("out/release/a.txt", Array("alpha\n".utf8)))
+    let sums = tasks["out/release/SHA256SUMS"]?["error"] as? [String: Any]
+    #expect(sums?["code"] as? String == "dependency", "\(tasks["out/release/SHA256SUMS"] ?? [:])")
+    #expect(!FileManager.default.fileExists(atPath: fixture.folder.path + "/out/release/SHA256SUMS"))
+  }
+
+  @Test func aFileWhoseBytesDisagreeWithTheChecksumFileIsNotPlaced() throws {
+    let fixture = try RunFixture()
+    let nginx = try NginxServer(autoindex: [.init(location: "/release/", folder: "release")])
+    defer { nginx.stop() }
+    Self.serve(Self.tree, on: nginx, sums: Self.sums(Self.tree, wrong: "sub/b.txt"))
+    Self.manifest(fixture, nginx)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    let tasks = try fixture.tasks()
+    let error = tasks["out/release/sub/b.txt"]?["error"] as? [String: Any]
+    #expect(error?["code"] as? String == "checksum-mismatch", "\(tasks)")
+    #expect(!FileManager.default.fileExists(atPath: fixture.folder.path + "/out/release/sub/b.txt"))
+    #expect(fixture.holds("out/release/a.txt", Array("alpha\n".utf8)))
+  }
+
+  @Test func includeExcludeAndDepthChooseTheFiles() throws {
+    let fixture = try RunFixture()
+    let nginx = try NginxServer(autoindex: [.init(location: "/release/", folder: "release", format: .json)])
+    defer { nginx.stop() }
+    Self.serve(Self.tree, on: nginx)
+    fixture.folder.write(
+      "ca.pem", (try? String(contentsOfFile: nginx.certificates.caCertificate, encoding: .utf8)) ?? "")
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        mirror:
+          dest: out
+          tls: {ca_file: ca.pem}
+          tasks:
+            - index: \(nginx.url("/release"))
+              depth: 2
+              include: ["*.txt"]
+              exclude: ["with space.txt"]
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("out/a.txt", Array("alpha\n".utf8)))
+    #expect(fixture.holds("out/sub/b.txt", Array("bravo bravo\n".utf8)))
+    // depth 2: the folder and the folders it lists, not deeper.
+    #expect(!FileManager.default.fileExists(atPath: fixture.folder.path + "/out/sub/deeper/c.txt"))
+    #expect(nginx.requests(for: "/release/sub/deeper/").isEmpty)
+    #expect(!FileManager.default.fileExists(atPath: fixture.folder.path + "/out/sub/with space.txt"))
+    #expect(!FileManager.default.fileExists(atPath: fixture.folder.path + "/out/SHA256SUMS"))
+  }
+
+  @Test func aListingThatCannotBeFetchedFailsOnlyItsEntry() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/ok.bin", .file(.version(1, length: 1000)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          tasks:
+            - index: BASE/missing/
+              to: m/
+            - download: BASE/ok.bin
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    #expect(fixture.holds("ok.bin", FileResource.versionBytes(1, length: 1000)))
+    let tasks = try fixture.tasks()
+    let failed = tasks.values.first { ($0["error"] as? [String: Any])?["code"] as? String == "descriptor" }
+    #expect(failed != nil, "\(tasks)")
+  }
+
+  @Test func aChecksumFileThatCannotBeFetchedFailsTheFilesItCoversAndWritesNothing() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(.version(1, length: 1000)))
+    fixture.server.route("/b.bin", .file(.version(2, length: 1000)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          tasks:
+            - download: BASE/a.bin
+              checksums: BASE/SHA256SUMS
+            - download: BASE/b.bin
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    let tasks = try fixture.tasks()
+    #expect((tasks["a.bin"]?["error"] as? [String: Any])?["code"] as? String == "descriptor", "\(tasks)")
+    #expect(!FileManager.default.fileExists(atPath: fixture.folder.path + "/a.bin"))
+    #expect(fixture.server.requests.filter { $0.path == "/a.bin" }.isEmpty)
+    #expect(fixture.holds("b.bin", FileResource.versionBytes(2, length: 1000)))
+  }
+
+  @Test func aLocalChecksumFileMatchesAListsFilesByDestination() throws {
+    let fixture = try RunFixture()
+    let one = FileResource.versionBytes(1, length: 1000)
+    let two = FileResource.versionBytes(2, length: 1000)
+    fixture.server.route("/x/a.bin", .file(.version(1, length: 1000)))
+    fixture.server.route("/y/b.bin", .file(.version(2, length: 1000)))
+    fixture.folder.write(
+      "urls.txt",
+      "BASE/x/a.bin pkg/a.bin\nBASE/y/b.bin pkg/b.bin\n".replacingOccurrences(
+        of: "BASE", with: fixture.server.baseURL))
+    // BSD tags, one SHA-512 and one SHA-256, by path relative to the session's dest.
+    let sha512 = SHA512.hash(data: two).map { String(format: "%02x", $0) }.joined()
+    fixture.folder.write(
+      "SUMS", "SHA256 (pkg/a.bin) = \(SHA256Digest.hex(one))\nSHA512 (pkg/b.bin) = \(sha512)\n")
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - list: urls.txt
+              checksums: SUMS
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("pkg/a.bin", one))
+    #expect(fixture.holds("pkg/b.bin", two))
+    // A wrong SHA-512 fails the file.
+    fixture.folder.write(
+      "SUMS",
+      "SHA256 (pkg/a.bin) = \(SHA256Digest.hex(one))\nSHA512 (pkg/b.bin) = \(String(repeating: "1", count: 128))\n")
+    let again = try fixture.run()
+    #expect(again.status == 1, "\(again.stderr)")
+    let tasks = try fixture.tasks()
+    #expect((tasks["pkg/b.bin"]?["error"] as? [String: Any])?["code"] as? String == "checksum-mismatch", "\(tasks)")
+    #expect(fixture.holds("pkg/b.bin", two), "the file placed earlier stays")
+  }
+
+  @Test func aSignedChecksumFileIsCheckedWithGpgvAndABadSignatureFailsEveryFile() throws {
+    let keys = try OpenPGPKeys()
+    let fixture = try RunFixture()
+    let one = FileResource.versionBytes(1, length: 1000)
+    fixture.server.route("/pub/a.bin", .file(.version(1, length: 1000)))
+    let sums = "\(SHA256Digest.hex(one))  a.bin\n"
+    let signed = try keys.signDetached("SHA256SUMS", sums)
+    fixture.server.route("/pub/SHA256SUMS", .file(FileResource(body: Array(sums.utf8))))
+    fixture.server.route(
+      "/pub/SHA256SUMS.sig", .file(FileResource(body: Array(FileManager.default.contents(atPath: signed.signature)!))))
+    _ = try? FileManager.default.copyItem(atPath: keys.keyring, toPath: fixture.folder.path + "/release.gpg")
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          checksums: BASE/pub/SHA256SUMS
+          signature: BASE/pub/SHA256SUMS.sig
+          keyring: release.gpg
+          tasks:
+            - download: BASE/pub/a.bin
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("a.bin", one))
+
+    // The same signature over other bytes: every file it covers fails, nothing is written.
+    let tampered = "\(SHA256Digest.hex(FileResource.versionBytes(2, length: 1000)))  a.bin\n"
+    fixture.server.route("/pub/SHA256SUMS", .file(FileResource(body: Array(tampered.utf8))))
+    fixture.server.route("/pub/a.bin", .file(.version(2, length: 1000)))
+    try? FileManager.default.removeItem(atPath: fixture.folder.path + "/a.bin")
+    let bad = try fixture.run()
+    #expect(bad.status == 1, "\(bad.stderr)")
+    let tasks = try fixture.tasks()
+    let error = tasks["a.bin"]?["error"] as? [String: Any]
+    #expect(error?["code"] as? String == "signature", "\(tasks)")
+    #expect(!FileManager.default.fileExists(atPath: fixture.folder.path + "/a.bin"))
+
+    // Signed by a key the keyring does not hold.
+    let other = try keys.signDetached("OTHERSUMS", tampered, as: [OpenPGPKeys.other])
+    fixture.server.route(
+      "/pub/SHA256SUMS.sig", .file(FileResource(body: Array(FileManager.default.contents(atPath: other.signature)!))))
+    let unknown = try fixture.run()
+    #expect(unknown.status == 1)
+    let again = try fixture.tasks()
+    #expect((again["a.bin"]?["error"] as? [String: Any])?["code"] as? String == "signature", "\(again)")
+    #expect(!FileManager.default.fileExists(atPath: fixture.folder.path + "/a.bin"))
+  }
+
+  @Test func aClearSignedChecksumFileIsReadOnlyForWhatItsSignatureCovers() throws {
+    let keys = try OpenPGPKeys()
+    let fixture = try RunFixture()
+    let one = FileResource.versionBytes(1, length: 1000)
+    fixture.server.route("/pub/a.bin", .file(.version(1, length: 1000)))
+    fixture.server.route("/pub/b.bin", .file(.version(2, length: 1000)))
+    let clear = try keys.clearSign("SHA256SUMS", "\(SHA256Digest.hex(one))  a.bin\n")
+    // A line outside the signed message is not believed.
+    let extended = clear + "\(SHA256Digest.hex(FileResource.versionBytes(2, length: 1000)))  b.bin\n"
+    fixture.server.route("/pub/SHA256SUMS.asc", .file(FileResource(body: Array(extended.utf8))))
+    _ = try? FileManager.default.copyItem(atPath: keys.keyring, toPath: fixture.folder.path + "/release.gpg")
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          checksums: BASE/pub/SHA256SUMS.asc
+          keyring: release.gpg
+          tasks:
+            - download: BASE/pub/a.bin
+            - download: BASE/pub/b.bin
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    #expect(fixture.holds("a.bin", one))
+    let tasks = try fixture.tasks()
+    #expect((tasks["b.bin"]?["error"] as? [String: Any])?["code"] as? String == "checksum-missing", "\(tasks)")
+    #expect(!FileManager.default.fileExists(atPath: fixture.folder.path + "/b.bin"))
+  }
+
+  @Test func checksumsKeysAreCheckedWhereTheyAreWritten() throws {
+    let fixture = try RunFixture()
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - download: BASE/a.bin
+              checksums: [BASE/A.SUMS, BASE/B.SUMS]
+              signature: BASE/A.SUMS.sig
+              keyring: k.gpg
+            - download: BASE/b.bin
+              checksums: BASE/SUMS
+              signature: BASE/SUMS.sig
+            - index: BASE/pub/
+              depth: 0
+              include: ["**/*.iso"]
+            - index: ftp://example.org/pub/
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 2, "\(outcome.stderr)")
+    #expect(
+      outcome.stderr.contains("manifest.yaml:7:20: error: signature: signs one checksum file"), "\(outcome.stderr)")
+    #expect(outcome.stderr.contains("manifest.yaml:11:20: error: a signature is checked against a keyring"))
+    #expect(outcome.stderr.contains("manifest.yaml:13:16: error: depth must be from 1"))
+    #expect(outcome.stderr.contains("manifest.yaml:14:19: error: include pattern '**/*.iso' uses '**'"))
+    #expect(outcome.stderr.contains("manifest.yaml:15:16: error: index takes the http or https URL"))
+  }
+}
