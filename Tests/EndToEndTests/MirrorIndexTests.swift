@@ -378,3 +378,83 @@ import Testing
     #expect(outcome.stderr.contains("manifest.yaml:15:16: error: index takes the http or https URL"))
   }
 }
+
+/// Listings and checksum files from the network are hostile: they never choose a path outside
+/// `to:`, never name batchdl's own files, and never send a secret to another origin.
+@Suite(.serialized) struct HostileIndexTests {
+  static func page(_ links: [String]) -> String {
+    "<html><head><title>Index of /pub/</title></head><body><h1>Index of /pub/</h1><hr><pre>"
+      + "<a href=\"../\">../</a>\n"
+      + links.map { "<a href=\"\($0)\">\($0)</a>                01-Jan-2026 00:00     1000\n" }.joined()
+      + "</pre><hr></body></html>\n"
+  }
+
+  @Test func linksThatLeaveTheFolderOrNameBatchdlsFilesAreNeverFetchedNorWritten() throws {
+    let fixture = try RunFixture()
+    let other = try TestHTTPServer()
+    defer { other.stop() }
+    other.route("/steal", .file(.version(9, length: 10)))
+    fixture.server.route("/pub/good.bin", .file(.version(1, length: 1000)))
+    fixture.server.route("/secret.bin", .file(.version(3, length: 1000)))
+    fixture.server.route("/pub/manifest.yaml", .file(.version(4, length: 1000)))
+    fixture.server.route(
+      "/pub/",
+      .file(
+        FileResource(
+          text: Self.page([
+            "good.bin", "../secret.bin", "/secret.bin", "%2e%2e/secret.bin", "..%2fsecret.bin",
+            other.url("/steal"), "?C=N;O=D", "manifest.yaml", ".batchdl/state.db",
+          ]), contentType: "text/html")))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          headers: {Authorization: "Bearer ${TOKEN}"}
+          tasks:
+            - index: BASE/pub/
+      """)
+    let outcome = try fixture.run(environment: ["TOKEN": "sekrit-token"])
+    #expect(fixture.holds("good.bin", FileResource.versionBytes(1, length: 1000)), "\(outcome.stderr)")
+    // Nothing outside the folder is asked for, and the other host sees nothing at all.
+    let paths = fixture.server.requests.map(\.path)
+    #expect(!paths.contains("/secret.bin"), "\(paths)")
+    #expect(other.requests.isEmpty)
+    // A listed name that is the manifest is refused, not written over it.
+    let manifest = fixture.folder.read("manifest.yaml") ?? ""
+    #expect(manifest.contains("index: "), "the manifest was overwritten")
+    #expect(!paths.contains("/pub/manifest.yaml"), "\(paths)")
+    #expect(!fixture.files().contains { $0.contains("secret") || $0.contains("steal") }, "\(fixture.files())")
+    #expect(!outcome.stderr.contains("sekrit-token") && !(fixture.folder.read("report.json") ?? "").contains("sekrit"))
+    let tasks = try fixture.tasks()
+    let refused = tasks.values.filter { ($0["error"] as? [String: Any])?["code"] as? String == "unsafe-path" }
+    #expect(!refused.isEmpty, "\(tasks.keys.sorted())")
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+  }
+
+  @Test func aChecksumFileAtAnotherOriginNeverGetsTheSessionsSecret() throws {
+    let fixture = try RunFixture()
+    let other = try TestHTTPServer()
+    defer { other.stop() }
+    let one = FileResource.versionBytes(1, length: 1000)
+    fixture.server.route("/a.bin", .file(.version(1, length: 1000)))
+    other.route("/SUMS", .file(FileResource(text: "\(SHA256Digest.hex(one))  a.bin\n")))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - download: BASE/a.bin
+              headers: {Authorization: "Bearer ${TOKEN}"}
+              checksums: \(other.url("/SUMS"))
+      """)
+    let outcome = try fixture.run(environment: ["TOKEN": "sekrit-token"])
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("a.bin", one))
+    let sent = other.requests.first { $0.path == "/SUMS" }
+    #expect(sent != nil)
+    #expect(sent?.header("authorization") == nil, "the checksum file's host got the download's secret")
+    #expect(fixture.server.requests.first { $0.path == "/a.bin" }?.header("authorization") == "Bearer sekrit-token")
+  }
+}

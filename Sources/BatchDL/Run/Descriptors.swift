@@ -52,12 +52,12 @@ public enum Descriptors {
           if source.isURL {
             fetcher.want(
               source.location, session: session, sessionIndex: index, headers: spec.headers,
-              limit: ChecksumFile.maxBytes)
+              limit: ChecksumFile.maxBytes, origin: spec.origin)
           }
           if let signature = source.signature, source.signatureIsURL {
             fetcher.want(
               signature, session: session, sessionIndex: index, headers: spec.headers,
-              limit: SignatureCheck.maxSignatureBytes)
+              limit: SignatureCheck.maxSignatureBytes, origin: spec.origin)
           }
         }
       }
@@ -109,7 +109,8 @@ public enum Descriptors {
           if let body = document.body {
             let parsed = DirectoryIndex.parse(
               body, folderURL: folder.url, contentType: document.contentType, display: masked)
-            if parsed.isListing && !parsed.hasErrors {
+            if parsed.isListing {
+              // Names the page gets wrong are left out one by one (`leftOut`); the rest is used.
               listing = parsed
             } else {
               let reason = parsed.diagnostics.first { $0.severity == .error }.map { "\($0.mark): \($0.message)" }
@@ -146,16 +147,18 @@ public enum Descriptors {
   }
 
   /// The `checksums:` keys of a session and its entries, with the headers their files are fetched
-  /// with.
-  static func checksumSpecs(of session: Session) -> [(specs: ChecksumSpec, headers: [Header])] {
-    var found: [(specs: ChecksumSpec, headers: [Header])] = []
-    if let own = session.checksums { found.append((own, [])) }
+  /// with, and the origin those headers' secrets belong to: a task's or an index's headers were
+  /// given with its URL, and go to a checksum file at another origin without their secrets (nil:
+  /// the checksum file's own URL, for the session's headers and a list's).
+  static func checksumSpecs(of session: Session) -> [(specs: ChecksumSpec, headers: [Header], origin: String?)] {
+    var found: [(specs: ChecksumSpec, headers: [Header], origin: String?)] = []
+    if let own = session.checksums { found.append((own, [], nil)) }
     for entry in session.tasks {
       guard let specs = entry.checksums else { continue }
       switch entry {
-      case .task(let spec): found.append((specs, spec.headers))
-      case .list(let spec): found.append((specs, spec.headers))
-      case .index(let spec): found.append((specs, spec.headers))
+      case .task(let spec): found.append((specs, spec.headers, spec.headers.isEmpty ? nil : spec.url))
+      case .list(let spec): found.append((specs, spec.headers, nil))
+      case .index(let spec): found.append((specs, spec.headers, spec.headers.isEmpty ? nil : spec.url))
       case .metalink: break
       }
     }
