@@ -458,3 +458,68 @@ import Testing
     #expect(fixture.server.requests.first { $0.path == "/a.bin" }?.header("authorization") == "Bearer sekrit-token")
   }
 }
+
+/// `plan` says which covered files will fail before anything is sent, and why.
+@Suite struct ChecksumPlanTests {
+  @Test func planShowsAFileWithoutAnEntryFailingChecksumMissing() throws {
+    let fixture = try RunFixture()
+    let one = FileResource.versionBytes(1, length: 1000)
+    fixture.folder.write("SUMS", "\(SHA256Digest.hex(one))  a.bin\n")
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          checksums: SUMS
+          tasks:
+            - download: BASE/a.bin
+            - download: BASE/b.bin
+      """)
+    let text = try BinaryRunner.run(["plan", "manifest.yaml"], in: fixture.folder.path)
+    #expect(text.status == 0, "\(text.stderr)")
+    #expect(text.stdout.contains("b.bin  (fails before it is sent: checksum-missing: "), "\(text.stdout)")
+    #expect(!text.stdout.contains("a.bin  (fails"), "\(text.stdout)")
+    let json = try BinaryRunner.run(["plan", "--json", "manifest.yaml"], in: fixture.folder.path)
+    #expect(json.stdout.contains("\"fails\":{\"code\":\"checksum-missing\""), "\(json.stdout)")
+    #expect(fixture.server.requests.isEmpty)
+  }
+}
+
+/// `manifests/release-mirror.yaml`, the worked example of docs/mirroring.md, against the demo
+/// server's signed release folder.
+@Suite struct ReleaseMirrorExampleTests {
+  static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().path
+
+  @Test func theExampleMirrorsTheSignedReleaseAndRefusesATamperedChecksumFile() throws {
+    let fixture = try RunFixture()
+    fixture.server.installDemoRoutes()
+    let yaml = try String(contentsOfFile: Self.root + "/manifests/release-mirror.yaml", encoding: .utf8)
+    fixture.folder.write(
+      "release-mirror.yaml", yaml.replacingOccurrences(of: "http://127.0.0.1:8765", with: fixture.server.baseURL))
+    try FileManager.default.copyItem(
+      atPath: Self.root + "/manifests/release-keyring.gpg", toPath: fixture.folder.path + "/release-keyring.gpg")
+    let run = { try BinaryRunner.run(["run", "release-mirror.yaml", "--report", "report.json"], in: fixture.folder.path) }
+    let first = try run()
+    #expect(first.status == 0, "\(first.stderr)")
+    for file in DemoRoutes.releaseFiles {
+      #expect(fixture.holds("release-mirror/release/" + file.path, Array(file.text.utf8)), "\(file.path)")
+    }
+    #expect(fixture.holds("release-mirror/release/SHA256SUMS", Array(DemoRoutes.releaseSums.utf8)))
+
+    // Upstream's SHA256SUMS changes without a new signature: nothing it covers is fetched or written.
+    let tampered = DemoRoutes.releaseSums.replacingOccurrences(of: "5e9630dc", with: "00000000")
+    fixture.server.route("/release/SHA256SUMS", .text(tampered, etag: .strong("sums-2")))
+    fixture.server.route("/release/README.txt", .text("a changed readme\n", etag: .strong("readme-2")))
+    let before = fixture.server.requests.count
+    let second = try run()
+    #expect(second.status == 1, "\(second.stderr)")
+    let tasks = try fixture.tasks()
+    let code = (tasks["release-mirror/release/README.txt"]?["error"] as? [String: Any])?["code"] as? String
+    #expect(code == "signature", "\(tasks)")
+    #expect(fixture.holds("release-mirror/release/README.txt", Array("batchdl demo release 1.0\n".utf8)))
+    #expect(fixture.holds("release-mirror/release/SHA256SUMS", Array(DemoRoutes.releaseSums.utf8)))
+    let asked = fixture.server.requests.dropFirst(before).map(\.path)
+    #expect(!asked.contains("/release/README.txt"), "\(asked)")
+  }
+}
