@@ -29,7 +29,7 @@ extension PlanBuilder {
       if let signature = source.signature, source.signatureIsURL { lastCoverage.append(documentKey(signature)) }
     }
     let documents = spec.files.map { source in
-      let key = DescriptorSet.key(of: source, keyring: spec.keyring, for: session, in: manifest)
+      let key = checksumKey(source, keyring: spec.keyring, session: session, sessionIndex: sessionIndex)
       return (key, descriptorSet?.checksums[key])
     }
     for (key, document) in documents {
@@ -102,7 +102,7 @@ extension PlanBuilder {
   }
 
   /// Whether `url` is one of `spec`'s checksum files or signatures given by URL.
-  private func isDocument(_ url: NormalizedURL, of spec: ChecksumSpec) -> Bool {
+  private mutating func isDocument(_ url: NormalizedURL, of spec: ChecksumSpec) -> Bool {
     for source in spec.files {
       if source.isURL, documentKey(source.location) == url.text { return true }
       if let signature = source.signature, source.signatureIsURL, documentKey(signature) == url.text { return true }
@@ -110,9 +110,24 @@ extension PlanBuilder {
     return false
   }
 
-  /// A document's URL in normal form (as a task's), or the text itself when it is none.
-  package func documentKey(_ location: String) -> String {
-    (try? normalizer.normalize(location).get())?.text ?? location
+  /// A document's URL in normal form (as a task's), or the text itself when it is none; each
+  /// normalized once per plan (every covered task asks).
+  package mutating func documentKey(_ location: String) -> String {
+    if let known = documentKeys[location] { return known }
+    let key = (try? normalizer.normalize(location).get())?.text ?? location
+    documentKeys[location] = key
+    return key
+  }
+
+  /// `DescriptorSet.key(of:keyring:for:in:)`, made once per plan for each session and file.
+  private mutating func checksumKey(
+    _ source: ChecksumSource, keyring: String?, session: Session, sessionIndex: Int
+  ) -> String {
+    let memo = "\(sessionIndex)\n\(source.location)\n\(source.signature ?? "")\n\(keyring ?? "")"
+    if let known = checksumKeys[memo] { return known }
+    let key = DescriptorSet.key(of: source, keyring: keyring, for: session, in: manifest)
+    checksumKeys[memo] = key
+    return key
   }
 
   /// Lists a checksum file given by URL (and its signature) among the plan's descriptors, once.

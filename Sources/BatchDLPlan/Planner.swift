@@ -131,6 +131,9 @@ package struct PlanBuilder {
   package var coveredByDocument: [Int32: [String: [Int32]]] = [:]
   /// The documents (normalized URLs) the last `checksumVerdict` consulted.
   package var lastCoverage: [String] = []
+  /// Memos of `documentKey` and `checksumKey`.
+  package var documentKeys: [String: String] = [:]
+  package var checksumKeys: [String: String] = [:]
   /// The `checksums:` that cover the lines of the `list:` entry being expanded.
   package var listChecksums: ChecksumSpec?
 

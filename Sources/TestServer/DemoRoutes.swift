@@ -83,7 +83,7 @@ public enum DemoRoutes {
   /// `/release/SHA256SUMS.asc`: `gpg --armor --detach-sign SHA256SUMS` by the demo key.
   public static let releaseSignature = """
     -----BEGIN PGP SIGNATURE-----
-    
+
     iHUEABYIAB0WIQTSVFn0Zf9tt5RIwJjNit09Zkf7kgUCawj7mgAKCRDNit09Zkf7
     khgEAP4gl/H2rh/+QuuM8jxjYTCtVq0UqfofdKmaijr03NOGLAEA609NGytYRkXN
     ryoG27yPKhpj2PE7+Bal7ZFR1eWl3gk=

@@ -499,7 +499,9 @@ import Testing
       "release-mirror.yaml", yaml.replacingOccurrences(of: "http://127.0.0.1:8765", with: fixture.server.baseURL))
     try FileManager.default.copyItem(
       atPath: Self.root + "/manifests/release-keyring.gpg", toPath: fixture.folder.path + "/release-keyring.gpg")
-    let run = { try BinaryRunner.run(["run", "release-mirror.yaml", "--report", "report.json"], in: fixture.folder.path) }
+    let run = {
+      try BinaryRunner.run(["run", "release-mirror.yaml", "--report", "report.json"], in: fixture.folder.path)
+    }
     let first = try run()
     #expect(first.status == 0, "\(first.stderr)")
     for file in DemoRoutes.releaseFiles {
