@@ -42,7 +42,7 @@ public struct DescriptorSet: Sendable {
 
 /// Why the tasks that depend on a document fail: `descriptor` (it cannot be fetched or read) or
 /// `signature` (its signature is bad, missing or made by a key the keyring does not hold).
-public struct DocumentFailure: Sendable, Hashable {
+public struct DocumentFailure: Error, Sendable, Hashable {
   public var code: FailureCode
   public var message: String
 
