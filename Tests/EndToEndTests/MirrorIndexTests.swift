@@ -525,3 +525,37 @@ import Testing
     #expect(!asked.contains("/release/README.txt"), "\(asked)")
   }
 }
+
+/// `index:` over the listings of Apache (table and fancy) and lighttpd, as those servers served
+/// them, from the test server.
+@Suite struct OtherServerIndexTests {
+  @Test(arguments: [
+    ("apache-table", ListingFixtures.apacheTable), ("apache-fancy", ListingFixtures.apacheFancy),
+    ("lighttpd", ListingFixtures.lighttpd),
+  ])
+  func theFilesOfAListingAreMirrored(name: String, page: ListingFixtures.Fixture) throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/pub/", .file(FileResource(body: page.bytes, contentType: page.contentType)))
+    let files = ["plain.txt": "plain\n", "with space.txt": "spaced\n", "mid.bin": "middle\n"]
+    for (file, text) in files {
+      fixture.server.route("/pub/" + file.replacingOccurrences(of: " ", with: "%20"), .text(text))
+    }
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - index: BASE/pub/
+              include: [plain.txt, "with space.txt", mid.bin]
+              to: \(name)/
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(name): \(outcome.stderr)")
+    for (file, text) in files {
+      #expect(fixture.holds(name + "/" + file, Array(text.utf8)), "\(name): \(file)")
+    }
+    let asked = Set(fixture.server.requests.map(\.path))
+    #expect(asked == ["/pub/", "/pub/plain.txt", "/pub/with%20space.txt", "/pub/mid.bin"], "\(name): \(asked)")
+  }
+}
