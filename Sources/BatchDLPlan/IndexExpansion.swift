@@ -73,6 +73,18 @@ extension PlanBuilder {
         diagnostics.warning(file.entry.mark, "the listed file is left out: \(problem.description)")
         continue
       }
+      // A name that clashed with another task's destination (or folder) in an earlier pass of
+      // the plan is left out: a listing never makes the manifest invalid.
+      let documentFile = DocumentFile(
+        session: Int32(sessionIndex), entry: Int32(entryIndex), name: Array(file.path.utf8))
+      if let clash = clashingFiles[documentFile] {
+        let message = "the listed file '\(ShownText.escaped(file.path, limit: 200))' is left out: \(clash)"
+        diagnostics.warning(file.entry.mark, message)
+        refuseListed(
+          id: masked + "#" + ShownText.escaped(file.path, limit: 200), url: file.entry.url, session: sessionIndex,
+          entry: entryIndex, code: .conflict, message: message)
+        continue
+      }
       let warned = diagnostics.items.count
       guard
         let destination = resolveDestination(
@@ -96,9 +108,10 @@ extension PlanBuilder {
       let before = tasks.count
       let task = add(
         context: salted, normalized: normalized, urlRef: text.append(file.entry.url), toRef: toRef, idRef: toRef,
-        line: 0, mark: file.entry.mark, explicitID: false, content: content(of: verdict))
+        line: 0, mark: file.entry.mark, explicitID: false, content: content(of: verdict), document: documentFile)
       apply(verdict, to: task, before: before)
       guard let task else { continue }
+      documentFileOfTask[task] = documentFile
       coveredByDocument[Int32(sessionIndex), default: [:]][indexKey, default: []].append(tasks[Int(task)].request)
       if !spec.after.isEmpty { afterRefs.append((task, spec.after)) }
     }

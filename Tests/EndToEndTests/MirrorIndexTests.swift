@@ -432,6 +432,34 @@ import Testing
     #expect(outcome.status == 1, "\(outcome.stderr)")
   }
 
+  @Test func aListingWhoseNamesClashFailsOnlyThoseFilesNotTheManifest() throws {
+    // `d` is a file and a folder; `x.bin` is what another task of the manifest writes.
+    let fixture = try RunFixture()
+    fixture.server.route(
+      "/pub/", .file(FileResource(text: Self.page(["d", "d/", "x.bin", "ok.bin"]), contentType: "text/html")))
+    fixture.server.route("/pub/d/", .file(FileResource(text: Self.page(["e.bin"]), contentType: "text/html")))
+    for path in ["/pub/d", "/pub/d/e.bin", "/pub/x.bin", "/pub/ok.bin", "/x.bin"] {
+      fixture.server.route(path, .file(.version(1, length: 100)))
+    }
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - download: BASE/x.bin
+            - index: BASE/pub/
+              depth: 2
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    #expect(fixture.holds("ok.bin", FileResource.versionBytes(1, length: 100)), "\(outcome.stderr)")
+    #expect(fixture.holds("x.bin", FileResource.versionBytes(1, length: 100)))
+    let tasks = try fixture.tasks()
+    let conflicts = tasks.filter { ($0.value["error"] as? [String: Any])?["code"] as? String == "conflict" }
+    #expect(!conflicts.isEmpty, "\(tasks.keys.sorted())")
+  }
+
   @Test func aChecksumFileAtAnotherOriginNeverGetsTheSessionsSecret() throws {
     let fixture = try RunFixture()
     let other = try TestHTTPServer()
