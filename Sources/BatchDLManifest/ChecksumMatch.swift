@@ -135,13 +135,29 @@ extension ChecksumFile {
     let parsed = Metalink.normalizer.withLock { normalizer in
       (try? normalizer.normalize(url).get(), try? normalizer.normalize(checksumURL).get())
     }
-    guard let target = parsed.0, let list = parsed.1, target.scheme == list.scheme,
-      target.authority == list.authority, let targetPath = path(of: target), let listPath = path(of: list),
-      let slash = listPath.utf8.lastIndex(of: 0x2F)
+    guard let target = parsed.0, let list = parsed.1, let folder = folderPrefix(ofNormalized: list) else { return nil }
+    return relativePath(ofNormalized: target, folderPrefix: folder)
+  }
+
+  /// The normalized checksum URL up to and with the last `/` of its path (`https://h/pub/`): what
+  /// `relativePath(ofNormalized:folderPrefix:)` takes, made once per checksum file.
+  public static func folderPrefix(ofNormalized list: NormalizedURL) -> String? {
+    guard let listPath = path(of: list), let slash = listPath.utf8.lastIndex(of: 0x2F) else { return nil }
+    let text = list.text.utf8
+    guard let scheme = text.firstRange(of: "://".utf8),
+      let start = text[scheme.upperBound...].firstIndex(of: 0x2F)
     else { return nil }
-    let folder = listPath.utf8[...slash]
-    guard targetPath.utf8.starts(with: folder) else { return nil }
-    let rest = targetPath.utf8.dropFirst(folder.count)
+    let folderBytes = listPath.utf8.distance(from: listPath.utf8.startIndex, to: slash) + 1
+    return String(decoding: text[..<text.index(start, offsetBy: folderBytes)], as: UTF8.self)
+  }
+
+  /// `relativePath(ofURL:checksumURL:)` for a URL already normalized, against a checksum file's
+  /// `folderPrefix`: the same answer, without normalizing anything again.
+  public static func relativePath(ofNormalized target: NormalizedURL, folderPrefix: String) -> String? {
+    let text = target.text.utf8
+    guard text.starts(with: folderPrefix.utf8) else { return nil }
+    var rest = text.dropFirst(folderPrefix.utf8.count)
+    if let end = rest.firstIndex(where: { $0 == 0x3F || $0 == 0x23 }) { rest = rest[..<end] }
     guard !rest.isEmpty else { return nil }
     var segments: [String] = []
     for segment in rest.split(separator: 0x2F, omittingEmptySubsequences: false) {

@@ -271,30 +271,52 @@ public enum DirectoryIndex {
   /// `\t2024-03-05 10:20\t1.2K\t`): the first word that reads as a date (digits with `-` or `/`),
   /// with the time after it, then the first word after those that reads as a size or is `-`.
   static func dateAndSize(after text: String) -> (date: String?, size: String?) {
-    let words = text.split { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\u{A0}" }
+    // Words split on the UTF-8 bytes (space, tab, CR, LF and the no-break space C2 A0): every line
+    // of every page passes here, and a String's Characters cost ten times as much.
+    var words: [ArraySlice<UInt8>] = []
+    let bytes = Array(text.utf8)
+    var start = 0
     var index = 0
+    while index < bytes.count {
+      let byte = bytes[index]
+      let width =
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+        ? 1
+        : byte == 0xC2 && index + 1 < bytes.count && bytes[index + 1] == 0xA0 ? 2 : 0
+      if width > 0 {
+        if index > start { words.append(bytes[start..<index]) }
+        index += width
+        start = index
+      } else {
+        index += 1
+      }
+    }
+    if bytes.count > start { words.append(bytes[start...]) }
+    func string(_ word: ArraySlice<UInt8>) -> String { String(decoding: word, as: UTF8.self) }
+    var position = 0
     var date: String?
     if let found = words.firstIndex(where: isDateWord) {
-      var text = String(words[found])
-      index = found + 1
-      if index < words.count, isTimeWord(words[index]) {
-        text += " " + words[index]
-        index += 1
+      var text = string(words[found])
+      position = found + 1
+      if position < words.count, isTimeWord(words[position]) {
+        text += " " + string(words[position])
+        position += 1
       }
       date = text
     }
     var size: String?
-    while index < words.count {
-      let word = words[index]
-      if word == "-" { break }
-      if listedSize(String(word)) != nil {
-        size = String(word)
+    while position < words.count {
+      let word = words[position]
+      if word.count == 1 && word.first == 0x2D { break }  // "-"
+      let text = string(word)
+      if listedSize(text) != nil {
+        size = text
         break
       }
       // Only the column right after the date holds the size; a word there that is not one means
       // the listing shows none.
       if date != nil { break }
-      index += 1
+      position += 1
     }
     return (date, size)
   }
@@ -307,15 +329,34 @@ public enum DirectoryIndex {
     return String(text[first...last])
   }
 
-  private static func isDateWord(_ word: Substring) -> Bool {
-    word.count >= 6 && word.count <= 32 && word.contains(where: \.isNumber)
-      && (word.contains("-") || word.contains("/"))
-      && word.allSatisfy { ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" || $0 == "/" || $0 == "." }
+  /// A date: 6 to 32 ASCII letters, digits, `-`, `/` and `.`, with a digit and a `-` or `/`.
+  private static func isDateWord(_ word: ArraySlice<UInt8>) -> Bool {
+    guard word.count >= 6 && word.count <= 32 else { return false }
+    var digit = false
+    var separator = false
+    for byte in word {
+      switch byte {
+      case 0x30...0x39: digit = true
+      case 0x2D, 0x2F: separator = true
+      case 0x41...0x5A, 0x61...0x7A, 0x2E: break
+      default: return false
+      }
+    }
+    return digit && separator
   }
 
-  private static func isTimeWord(_ word: Substring) -> Bool {
-    word.count >= 4 && word.count <= 12 && word.contains(":")
-      && word.allSatisfy { ($0.isASCII && $0.isNumber) || $0 == ":" || $0 == "." }
+  /// A time: 4 to 12 of digits, `:` and `.`, with a `:`.
+  private static func isTimeWord(_ word: ArraySlice<UInt8>) -> Bool {
+    guard word.count >= 4 && word.count <= 12 else { return false }
+    var colon = false
+    for byte in word {
+      switch byte {
+      case 0x3A: colon = true
+      case 0x30...0x39, 0x2E: break
+      default: return false
+      }
+    }
+    return colon
   }
 }
 
@@ -369,17 +410,18 @@ final class LinkResolver {
     while let first = text.utf8.first, first <= 0x20 { text = text.dropFirst() }
     while let last = text.utf8.last, last <= 0x20 { text = text.dropLast() }
     if let hash = text.firstIndex(of: "#") { text = text[..<hash] }
-    if text.isEmpty || text.contains("?") { return .ignored }
+    // Bytes, not Foundation's substring search (every link of every page passes here).
+    if text.isEmpty || text.utf8.contains(0x3F) { return .ignored }
     guard let resolved = references.resolve(Self.encodeForURL(text), against: folderText) else { return .ignored }
     guard case .success(let normal) = normalizer.normalize(resolved), normal.text.hasPrefix(folderText) else {
       return .ignored
     }
     var rest = normal.text.dropFirst(folderText.count)
-    if rest.contains("?") || rest.contains("#") { return .ignored }
-    let isFolder = rest.hasSuffix("/")
+    if rest.utf8.contains(where: { $0 == 0x3F || $0 == 0x23 }) { return .ignored }
+    let isFolder = rest.utf8.last == 0x2F
     if isFolder { rest = rest.dropLast() }
     // The folder itself, or a deeper path: no child of this folder.
-    if rest.isEmpty || rest.contains("/") { return .ignored }
+    if rest.isEmpty || rest.utf8.contains(0x2F) { return .ignored }
     return .child(segment: String(rest), isFolder: isFolder, url: normal.text)
   }
 

@@ -42,7 +42,12 @@ extension PlanBuilder {
       guard let document else { continue }
       if let failure = document.failure { return .fail(failure) }
       guard let file = document.file else { continue }
-      let path = document.url.map { ChecksumFile.relativePath(ofURL: url.text, checksumURL: $0) } ?? relative
+      let path: String?
+      if let checksumURL = document.url {
+        path = folderPrefix(of: checksumURL).flatMap { ChecksumFile.relativePath(ofNormalized: url, folderPrefix: $0) }
+      } else {
+        path = relative
+      }
       let name: String
       if let path, let last = path.split(separator: "/").last {
         name = String(last)
@@ -117,6 +122,15 @@ extension PlanBuilder {
     let key = (try? normalizer.normalize(location).get())?.text ?? location
     documentKeys[location] = key
     return key
+  }
+
+  /// The folder a checksum file given by URL names its files relative to (`ChecksumFile.folderPrefix`),
+  /// made once per plan.
+  private mutating func folderPrefix(of checksumURL: String) -> String? {
+    if let known = folderPrefixes[checksumURL] { return known }
+    let prefix = (try? normalizer.normalize(checksumURL).get()).flatMap { ChecksumFile.folderPrefix(ofNormalized: $0) }
+    folderPrefixes[checksumURL] = .some(prefix)
+    return prefix
   }
 
   /// `DescriptorSet.key(of:keyring:for:in:)`, made once per plan for each session and file.

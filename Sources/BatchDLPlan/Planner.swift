@@ -134,6 +134,7 @@ package struct PlanBuilder {
   /// Memos of `documentKey` and `checksumKey`.
   package var documentKeys: [String: String] = [:]
   package var checksumKeys: [String: String] = [:]
+  package var folderPrefixes: [String: String?] = [:]
   /// The `checksums:` that cover the lines of the `list:` entry being expanded.
   package var listChecksums: ChecksumSpec?
 

@@ -267,6 +267,13 @@ public enum Descriptors {
       var meta = DescriptorMeta(
         url: masked, etag: etag, lastModified: lastModified, sha256: SHA256.hash(data: body).hexString)
       meta.contentType = contentType
+      // The same bytes with the same metadata (a page without validators, fetched whole again):
+      // the stored copy stays as it is.
+      if let stored, stored.meta == meta {
+        var document = FetchedDocument(outcome: .fetched, body: body)
+        document.contentType = contentType
+        return document
+      }
       do {
         try AtomicFile.makeParent(of: files.body)
         try AtomicFile.write(body, to: files.body)
