@@ -58,7 +58,17 @@ extension PlanBuilder {
       if let url = document.url { lastCoverage.append(documentKey(url)) }
     }
     guard let combined = ChecksumMatch.combine(matches) else { return .none }
-    if let digest = combined.digest { return .digest(digest) }
+    if let digest = combined.digest {
+      if !digest.algorithm.isStrong, let entry = combined.entries.first,
+        weakWarned.insert(entry.mark.file).inserted
+      {
+        diagnostics.warning(
+          entry.mark,
+          "'\(ShownText.escaped(entry.name, limit: 200))' is checked with \(digest.algorithm.rawValue), which is weak (collisions can be made): ask upstream for SHA-256 or SHA-512 sums; this warning is given once per checksum file"
+        )
+      }
+      return .digest(digest)
+    }
     let covering = documents.compactMap(\.1?.display).joined(separator: ", ")
     return .fail(
       DocumentFailure(
@@ -146,7 +156,13 @@ extension PlanBuilder {
 
   /// Lists a checksum file given by URL (and its signature) among the plan's descriptors, once.
   private mutating func record(_ document: ChecksumDocument, key: String, session: Int, entry: Int) {
-    guard document.url != nil, recordedDocuments.insert(key).inserted else { return }
+    guard recordedDocuments.insert(key).inserted else { return }
+    // What the checksum file gets wrong (a broken line leaves only its name without an entry):
+    // warnings at its lines, as many as the reader lists.
+    for diagnostic in document.file?.diagnostics ?? [] {
+      diagnostics.warning(diagnostic.mark, diagnostic.message)
+    }
+    guard document.url != nil else { return }
     if let problem = document.problem, document.failure == nil {
       diagnostics.warning(
         manifest.sessions[session].tasks.indices.contains(entry)

@@ -115,7 +115,7 @@ extension PlanBuilder {
       coveredByDocument[Int32(sessionIndex), default: [:]][indexKey, default: []].append(tasks[Int(task)].request)
       if !spec.after.isEmpty { afterRefs.append((task, spec.after)) }
     }
-    if files.isEmpty {
+    if files.isEmpty && crawl.folders.allSatisfy({ $0.listing != nil }) {
       diagnostics.warning(spec.urlMark, "the listing \(masked) shows no file that include:/exclude: select")
     }
   }

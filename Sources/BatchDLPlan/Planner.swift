@@ -135,6 +135,8 @@ package struct PlanBuilder {
   package var documentKeys: [String: String] = [:]
   package var checksumKeys: [String: String] = [:]
   package var folderPrefixes: [String: String?] = [:]
+  /// Checksum files warned about for a weak digest.
+  package var weakWarned = Set<String>()
   /// The `checksums:` that cover the lines of the `list:` entry being expanded.
   package var listChecksums: ChecksumSpec?
 

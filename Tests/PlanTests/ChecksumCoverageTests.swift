@@ -155,3 +155,27 @@ import Testing
     #expect(warnings.contains { $0.contains("no stored copy of the checksum file") }, "\(warnings)")
   }
 }
+
+extension ChecksumCoverageTests {
+  @Test func aWeakDigestIsUsedWithOneWarningAndABrokenLineIsReportedAtItsPosition() throws {
+    let md5a = String(repeating: "1", count: 32)
+    let md5b = String(repeating: "2", count: 32)
+    let (plan, warnings) = try plan(
+      """
+      version: 1
+      sessions:
+        s:
+          checksums: https://h/pub/MD5SUMS
+          tasks:
+            - download: https://h/pub/a.iso
+            - download: https://h/pub/b.iso
+            - download: https://h/pub/c.iso
+      """, ["https://h/pub/MD5SUMS": .success("\(md5a)  a.iso\n\(md5b)  b.iso\nnot a checksum line\n")])
+    let a = try #require(task(plan, "a.iso"))
+    #expect(plan.expectation(of: a)?.digest == ExpectedDigest(algorithm: .md5, hex: md5a))
+    #expect(warnings.filter { $0.contains("which is weak") }.count == 1, "\(warnings)")
+    let broken = plan.warnings.first { $0.mark.file == "https://h/pub/MD5SUMS" && $0.mark.line == 3 }
+    #expect(broken != nil, "\(plan.warnings.map(\.description))")
+    #expect(refusal(plan, "c.iso")?.code == .checksumMissing)
+  }
+}
