@@ -94,6 +94,8 @@ public struct Session: Sendable {
   public var refresh = RefreshPolicy.never
   /// `preserve_mtime:`: a placed file takes its `Last-Modified` as its modification time.
   public var preserveMtime = true
+  /// `prune:`: remove files earlier runs placed under `dest` that no task names any more.
+  public var prune: PruneSettings? = nil
 }
 
 /// When a run asks the server again, with a conditional request, whether a finished download
