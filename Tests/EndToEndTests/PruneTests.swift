@@ -71,7 +71,7 @@ import Testing
     #expect(report["pruned"] as? [String] == ["m/b", "m/sub/deep/c"])
     let prune = try #require((report["prune"] as? [[String: Any]])?.first)
     #expect(prune["outcome"] as? String == "pruned")
-    #expect(prune["deleted"] as? Int == 2)
+    #expect(prune["deleted"] as? [String] == ["m/b", "m/sub/deep/c"])
     let events = fixture.events().filter { $0["event"] as? String == "pruned" }
     #expect(events.compactMap { $0["path"] as? String }.sorted() == ["m/b", "m/sub/deep/c"])
     // A third run has nothing left to delete.

@@ -28,6 +28,7 @@ extension RunReport {
     if let notRun = object["not_run"] as? [String: Any] {
       report.notRun = (Int32(clamping: notRun["exit_status"] as? Int ?? 1), notRun["reason"] as? String ?? "")
     }
+    report.prune = (object["prune"] as? [[String: Any]] ?? []).compactMap(PruneOutcome.init(json:))
     if let seconds = report.seconds, seconds > maxSeconds {
       throw ReadError(
         description: "\(path): the run's seconds, \(seconds), are out of range (at most \(Int(maxSeconds)))")
@@ -124,8 +125,42 @@ extension RunReport {
       let (requests, overflow) = merged.requests.addingReportingOverflow(report.requests)
       merged.requests = overflow ? .max : requests
       if let seconds = report.seconds { merged.seconds = max(merged.seconds ?? 0, seconds) }
+      for outcome in report.prune { merged.mergePrune(outcome) }
     }
     return merged
+  }
+}
+
+extension PruneOutcome {
+  /// An entry of a report's `prune` read back.
+  init?(json entry: [String: Any]) {
+    guard let session = entry["session"] as? String,
+      let outcome = (entry["outcome"] as? String).flatMap(Outcome.init(rawValue:))
+    else { return nil }
+    self.init(session: session, outcome: outcome)
+    reason = entry["reason"] as? String ?? (entry["error"] as? [String: Any])?["message"] as? String
+    wouldDelete = entry["would_delete"] as? Int
+    deleted = entry["deleted"] as? [String] ?? []
+  }
+}
+
+extension RunReport {
+  /// Joins one shard's prune of a session into the merged report's: a refused prune in any shard
+  /// is refused, else a skipped one is skipped, else the files deleted add up.
+  mutating func mergePrune(_ outcome: PruneOutcome) {
+    guard let index = prune.firstIndex(where: { $0.session == outcome.session }) else {
+      prune.append(outcome)
+      return
+    }
+    var kept = prune[index]
+    let rank: [PruneOutcome.Outcome: Int] = [.pruned: 0, .skipped: 1, .refused: 2]
+    if rank[outcome.outcome, default: 0] > rank[kept.outcome, default: 0] {
+      kept.outcome = outcome.outcome
+      kept.reason = outcome.reason
+      kept.wouldDelete = outcome.wouldDelete
+    }
+    kept.deleted = (kept.deleted + outcome.deleted).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    prune[index] = kept
   }
 }
 

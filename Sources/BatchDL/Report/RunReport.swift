@@ -45,7 +45,7 @@ public struct PruneOutcome: Sendable, Equatable {
   var json: JSON {
     var fields: [String: JSON] = ["session": .string(session), "outcome": .string(outcome.rawValue)]
     switch outcome {
-    case .pruned: fields["deleted"] = .int(deleted.count)
+    case .pruned: fields["deleted"] = .array(deleted.map { .string($0) })
     case .skipped: fields["reason"] = .string(reason ?? "")
     case .refused:
       fields["error"] = .object(["code": .string("prune-limit"), "message": .string(reason ?? "")])
