@@ -115,6 +115,48 @@ import Testing
     #expect(report["pruned"] as? [String] == [])
   }
 
+  @Test func aDescriptorThatCannotBeFetchedBlocksPrune() throws {
+    let fixture = try Self.fixture(["a", "b"])
+    for name in ["x", "y"] { fixture.server.route("/f/" + name, .file(Array("\(name)\n".utf8), etag: .strong(name))) }
+    let document = """
+      <?xml version="1.0" encoding="UTF-8"?>
+      <metalink xmlns="urn:ietf:params:xml:ns:metalink">
+        <file name="x"><url>\(fixture.server.url("/f/x"))</url></file>
+        <file name="y"><url>\(fixture.server.url("/f/y"))</url></file>
+      </metalink>
+      """
+    fixture.server.route("/doc.meta4", .fixed(.text(200, document)))
+    fixture.manifest(
+      """
+      version: 1
+      defaults:
+        retry: {attempts: 1}
+        timeouts: {request: 5s}
+      sessions:
+        mirror:
+          dest: m/
+          prune: true
+          tasks:
+            - list: files.txt
+            - metalink: BASE/doc.meta4
+              to: docs/
+      """)
+    var result = try fixture.run()
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(fixture.folder.read("m/docs/y") == "y\n")
+    // The document cannot be fetched now, and the list lost b: nothing goes, not even b.
+    fixture.server.route("/doc.meta4", .fixed(.text(500, "down")))
+    Self.list(fixture, ["a"])
+    result = try fixture.run()
+    #expect(fixture.folder.read("m/b") == "b\n")
+    #expect(fixture.folder.read("m/docs/x") == "x\n")
+    #expect(fixture.folder.read("m/docs/y") == "y\n")
+    #expect(result.stderr.contains("prune skipped"), "\(result.stderr)")
+    let prune = try #require((try Self.report(fixture)["prune"] as? [[String: Any]])?.first)
+    #expect(prune["outcome"] as? String == "skipped")
+    #expect((prune["reason"] as? String)?.contains("doc.meta4") == true, "\(prune)")
+  }
+
   @Test func aShrunkenListDeletesNothingAndExitsSix() throws {
     let names = (0..<10).map { "file-\($0)" }
     let fixture = try Self.fixture(names, prune: "{max_delete: \"50%\"}")

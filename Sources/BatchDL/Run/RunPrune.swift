@@ -67,7 +67,8 @@ extension RunBookkeeper {
         case .placed:
           outcome.deleted.append(redactor.text(deletion.path))
           emit(.pruned(session: name, path: redactor.text(deletion.path)))
-          if options.verbose { display.note("pruned \(redactor.text(deletion.path))") }
+          // One line per file deleted, as per task that changed (not with --quiet).
+          display.note("pruned \(redactor.text(deletion.path))")
           forgotten.append(deletion.path)
         case .missing:
           forgotten.append(deletion.path)
