@@ -51,11 +51,12 @@ public enum PlacedFileState: Sendable, Equatable {
 /// `plan` lists it, `run` carries it out. A value: the files are looked at only through the
 /// `inspect` function given to `decide`.
 public struct PrunePlan: Sendable {
-  /// A file to delete: the record's path (the plan's form, as the report shows it) and the path
-  /// relative to the session's `dest`.
+  /// A file to delete: the record's path (the plan's form, as the report shows it), the path
+  /// relative to the session's `dest`, and the record (the file must still match it when removed).
   public struct Deletion: Sendable, Equatable {
     public var path: String
     public var relative: String
+    public var record: PlacedFile
   }
 
   /// A record left alone, and why.
@@ -149,7 +150,7 @@ public struct PrunePlan: Sendable {
       if named.contains(record.path) { continue }
       let relative = String(absolute.dropFirst(prefix.count))
       switch inspect(root, relative, record) {
-      case .placed: result.deletions.append(Deletion(path: record.path, relative: relative))
+      case .placed: result.deletions.append(Deletion(path: record.path, relative: relative, record: record))
       case .missing: result.gone.append(record.path)
       case .changed(let why): result.changed.append(Left(path: record.path, why: why))
       }

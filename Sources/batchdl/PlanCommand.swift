@@ -68,11 +68,7 @@ struct PlanCommand: ParsableCommand {
     } catch {
       throw fail(error)
     }
-    let prior = listing.prior
-    let refresh = refresh
-    listing.space = PlanSpace.lines(
-      plan: plan, included: { request in selected.map { $0.contains(request) } ?? true },
-      action: { request in prior?.action(for: request, in: plan, refresh: refresh).action })
+    listing.showsSpace = true
     var out = BufferedOutput()
     if json {
       listing.writeJSON(to: &out)

@@ -18,8 +18,9 @@ public struct PlanListing {
   /// What each session's `prune:` would delete (`PruneDecisions.prunePlans`): listed after the
   /// requests.
   public var prune: [PrunePlan] = []
-  /// The bytes the run expects to write and the space free, per filesystem: listed last.
-  public var space: [PlanSpace] = []
+  /// List the bytes the run expects to write and the space free, per filesystem, last
+  /// (`PlanSpace`).
+  public var showsSpace = false
 
   public init(plan: Plan, shard: Shard? = nil, shardCount: Int? = nil) {
     self.plan = plan
@@ -74,6 +75,7 @@ public struct PlanListing {
     // than the rest of the listing at 100,000 requests.
     var text = ""
     text.reserveCapacity(1 << 16)
+    var tally = PlanSpace.Tally(sessions: plan.manifest.sessions.count)
     for index in plan.order {
       let request = plan.requests[Int(index)]
       guard included(request) else { continue }
@@ -84,8 +86,10 @@ public struct PlanListing {
       text += " "
       text += redactor.url(plan.url(of: request))
       text += "  ("
+      if showsSpace && prior == nil { tally.add(request, action: nil, in: plan) }
       if let prior {
         let (action, reason) = prior.action(for: request, in: plan, refresh: refresh)
+        if showsSpace { tally.add(request, action: action, in: plan) }
         switch action {
         case .send: text += "send: "
         case .resume(let offset): text += "resume from byte \(offset): "
@@ -135,7 +139,7 @@ public struct PlanListing {
       }
     }
     for decision in prune { text += pruneText(decision) }
-    for line in space { text += line.text + "\n" }
+    if showsSpace { for line in PlanSpace.lines(plan: plan, tally: tally) { text += line.text + "\n" } }
     out.write(text)
   }
 
@@ -200,6 +204,7 @@ public struct PlanListing {
     var taskCount = 0
     var text = ""
     text.reserveCapacity(1 << 16)
+    var tally = PlanSpace.Tally(sessions: plan.manifest.sessions.count)
     for index in plan.order {
       let request = plan.requests[Int(index)]
       guard included(request) else { continue }
@@ -209,9 +214,11 @@ public struct PlanListing {
       text += first ? "{" : ",{"
       first = false
       var decision: (action: RequestAction, reason: String)?
+      if showsSpace && prior == nil { tally.add(request, action: nil, in: plan) }
       if let prior {
         let found = prior.action(for: request, in: plan, refresh: refresh)
         decision = found
+        if showsSpace { tally.add(request, action: found.action, in: plan) }
         text += "\"action\":\"" + found.action.name + "\","
       }
       text += "\"after\":["
@@ -270,7 +277,9 @@ public struct PlanListing {
     ]
     if let shard { summary["shard"] = .string(shard.description) }
     out.write("]")
-    if !space.isEmpty { out.write(",\"space\":" + JSON.array(space.map(\.json)).text) }
+    if showsSpace {
+      out.write(",\"space\":" + JSON.array(PlanSpace.lines(plan: plan, tally: tally).map(\.json)).text)
+    }
     out.write(",\"summary\":" + JSON.object(summary).text + "}\n")
   }
 }

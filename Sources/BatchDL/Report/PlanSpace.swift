@@ -28,23 +28,42 @@ public struct PlanSpace: Sendable, Equatable {
   public static func lines(
     plan: Plan, included: (PlannedRequest) -> Bool, action: (PlannedRequest) -> RequestAction?
   ) -> [PlanSpace] {
-    var perSession = [(expected: Int64, unknown: Int)](repeating: (0, 0), count: plan.manifest.sessions.count)
-    for request in plan.requests where included(request) {
-      let what = action(request)
-      if what == .unchanged { continue }
+    var tally = Tally(sessions: plan.manifest.sessions.count)
+    for request in plan.requests where included(request) { tally.add(request, action: action(request), in: plan) }
+    return lines(plan: plan, tally: tally)
+  }
+
+  /// What each session's requests write, added up request by request as a listing goes (the
+  /// listing has each request's action at hand: it is not asked twice).
+  public struct Tally: Sendable {
+    var perSession: [(expected: Int64, unknown: Int)]
+
+    public init(sessions: Int) {
+      perSession = Array(repeating: (0, 0), count: sessions)
+    }
+
+    /// Adds what `request` writes when the run does `action` with it (nil: sends it).
+    public mutating func add(_ request: PlannedRequest, action: RequestAction?, in plan: Plan) {
+      if action == .unchanged { return }
       var offset: Int64 = 0
-      if case .resume(let from) = what { offset = from }
+      if case .resume(let from) = action { offset = from }
       let owner = plan.owner(of: request)
       for task in plan.tasks(of: request) where !task.to.isNone {
-        // A data task without `become_download` still writes its body to its `to`.
+        // Every destination is written: a shared request's copies too.
         if let size = plan.expectation(of: task)?.size {
           let resumed = owner.map { $0.id == task.id } ?? false ? offset : 0
-          perSession[Int(task.session)].expected += max(0, size - resumed)
+          let (sum, overflow) = perSession[Int(task.session)].expected.addingReportingOverflow(max(0, size - resumed))
+          perSession[Int(task.session)].expected = overflow ? .max : sum
         } else {
           perSession[Int(task.session)].unknown += 1
         }
       }
     }
+  }
+
+  /// One entry per filesystem of the sessions' `dest`, with what `tally` says they write.
+  public static func lines(plan: Plan, tally: Tally) -> [PlanSpace] {
+    let perSession = tally.perSession
     var lines: [PlanSpace] = []
     var byDevice: [UInt64: Int] = [:]
     for (index, session) in plan.manifest.sessions.enumerated() {
@@ -61,7 +80,8 @@ public struct PlanSpace: Sendable, Equatable {
       }
       if !lines[line].dests.contains(shown) { lines[line].dests.append(shown) }
       lines[line].sessions.append(session.name)
-      lines[line].expected += perSession[index].expected
+      let (sum, overflow) = lines[line].expected.addingReportingOverflow(perSession[index].expected)
+      lines[line].expected = overflow ? .max : sum
       lines[line].unknown += perSession[index].unknown
     }
     return lines

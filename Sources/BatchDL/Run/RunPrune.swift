@@ -61,9 +61,7 @@ extension RunBookkeeper {
       }
       outcome.outcome = .pruned
       for deletion in decision.deletions {
-        let record = (records ?? []).first { $0.path == deletion.path }
-        guard let record else { continue }
-        switch PruneFiles.remove(root: decision.root, relative: deletion.relative, record: record) {
+        switch PruneFiles.remove(root: decision.root, relative: deletion.relative, record: deletion.record) {
         case .placed:
           outcome.deleted.append(redactor.text(deletion.path))
           emit(.pruned(session: name, path: redactor.text(deletion.path)))
