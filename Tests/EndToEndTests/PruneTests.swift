@@ -115,6 +115,19 @@ import Testing
     #expect(report["pruned"] as? [String] == [])
   }
 
+  @Test func anInterruptedRunPrunesNothing() throws {
+    let fixture = try Self.fixture(["a", "b"])
+    #expect(try fixture.run().status == 0)
+    fixture.server.route("/f/big", trickling(TestData.pseudoRandomBytes(count: 4 << 20, seed: 3), etag: "big"))
+    Self.list(fixture, ["a", "big"])
+    let status = try fixture.interrupt(signal: SIGINT, after: 100_000, ["--report", "report.json"])
+    #expect(status == 3)
+    #expect(fixture.folder.read("m/b") == "b\n")
+    let prune = try #require((try Self.report(fixture)["prune"] as? [[String: Any]])?.first)
+    #expect(prune["outcome"] as? String == "skipped")
+    #expect(prune["reason"] as? String == "the run was interrupted")
+  }
+
   @Test func aDescriptorThatCannotBeFetchedBlocksPrune() throws {
     let fixture = try Self.fixture(["a", "b"])
     for name in ["x", "y"] { fixture.server.route("/f/" + name, .file(Array("\(name)\n".utf8), etag: .strong(name))) }
