@@ -98,12 +98,21 @@ public struct PrunePlan: Sendable {
   /// Records to forget after a run that pruned: the files deleted, gone or changed.
   public var forgotten: [String] { deletions.map(\.path) + gone + changed.map(\.path) }
 
-  /// The `prune-limit` message: how many, the limit, and what to do.
-  public var limitMessage: String {
+  /// Why `max_delete` refuses: how many, and the limit (`would delete 8 of the 10 files ...`).
+  public var limitReason: String {
     let limitText = limit.map(\.description) ?? ""
     let share = limit.map { if case .percent = $0 { return " of \(recorded)" } else { return "" } } ?? ""
     return
-      "prune of session \(session) would delete \(deletions.count) of the \(recorded) files recorded under its dest, more than prune.max_delete \(limitText)\(share) allows (\(allowed ?? 0)); nothing was deleted. Check the upstream listing (an empty or partial listing shrinks the plan); if the files were really removed upstream, raise prune.max_delete, or run once with --no-prune to keep them"
+      "would delete \(deletions.count) of the \(recorded) files recorded under its dest, more than prune.max_delete \(limitText)\(share) allows (\(allowed ?? 0))"
+  }
+
+  /// What to do when `max_delete` refuses.
+  public static let limitAdvice =
+    "check the upstream listing (an empty or partial listing shrinks the plan); if the files were really removed upstream, raise prune.max_delete, or run once with --no-prune to keep them"
+
+  /// The `prune-limit` message of a run: how many, the limit, and what to do.
+  public var limitMessage: String {
+    "prune of session \(session) \(limitReason); nothing was deleted: \(Self.limitAdvice)"
   }
 
   /// Decides what pruning session `index` of `plan` means, from the records of files placed by the

@@ -154,7 +154,8 @@ public struct PlanListing {
     if let blocked = decision.blocked {
       text += "the run would delete nothing: \(blocked)\n"
     } else if decision.exceedsLimit {
-      text += "the run would delete nothing and fail with prune-limit: \(redactor.text(decision.limitMessage))\n"
+      text +=
+        "the run would delete nothing and fail with prune-limit: it \(decision.limitReason); \(PrunePlan.limitAdvice)\n"
     } else if count == 0 {
       text += "nothing to delete (\(decision.recorded) file\(decision.recorded == 1 ? "" : "s") recorded)\n"
     } else {
