@@ -80,6 +80,27 @@ import Testing
     #expect(try Self.report(fixture)["pruned"] as? [String] == [])
   }
 
+  @Test func filesPlacedBeforePlacementsWereRecordedAreAdopted() throws {
+    let fixture = try Self.fixture(["a", "b", "c"])
+    #expect(try fixture.run().status == 0)
+    // A state folder of an earlier batchdl: results, but no record of the files placed.
+    do {
+      let db = try SQLiteDatabase(path: fixture.folder.path + "/.batchdl/state.sqlite")
+      try db.execute("DELETE FROM placed")
+    }
+    // The next run finds every file unchanged (no request) and adopts them.
+    var result = try fixture.run()
+    #expect(fixture.server.requests(for: "/f/b").count == 1)
+    #expect(result.status == 0, "\(result.stderr)")
+    Self.list(fixture, ["a"])
+    result = try fixture.run()
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(!Self.exists(fixture, "m/b"))
+    #expect(!Self.exists(fixture, "m/c"))
+    #expect(fixture.folder.read("m/a") == "a\n")
+    #expect(try Self.report(fixture)["pruned"] as? [String] == ["m/b", "m/c"])
+  }
+
   @Test func aFileTheUserReplacedSurvives() throws {
     let fixture = try Self.fixture(["a", "b", "c"])
     #expect(try fixture.run().status == 0)

@@ -8,6 +8,31 @@ import Foundation
 /// prunes, the `PrunePlan` (the same decision `plan` lists) is carried out, unless the run was
 /// interrupted, `--no-prune` was given, or a task or descriptor of the session failed.
 extension RunBookkeeper {
+  /// Files of the pruning sessions' tasks that the state folder's results say batchdl placed
+  /// (completed or unchanged, still of the recorded size and time) but that have no `placed`
+  /// record: those placed before the state kept them (schema 5), or before `prune:` was set.
+  /// Only tasks the plan names are adopted, so nothing is deleted on their account in this run;
+  /// once adopted, a file is pruned when a later manifest no longer names it.
+  private func adoptPlacedBefore(sessions: [Int], known: [PlacedFile]) -> [PlacedFile] {
+    guard !prior.results.isEmpty else { return [] }
+    let recorded = Set(known.map(\.path))
+    var adopted: [PlacedFile] = []
+    var seen = Set<String>()
+    for task in plan.tasks where !task.to.isNone && sessions.contains(Int(task.session)) {
+      let destination = plan.text.string(task.to)
+      guard !recorded.contains(destination), !seen.contains(destination),
+        let entry = prior.results.entry(for: task, in: plan),
+        entry.outcome == .completed || entry.outcome == .unchanged,
+        let identity = FileIdentity(path: plan.absolute(destination)),
+        identity.size == entry.fileSize, identity.modified == entry.fileModified
+      else { continue }
+      seen.insert(destination)
+      adopted.append(
+        PlacedFile(session: plan.manifest.sessions[Int(task.session)].name, path: destination, identity: identity))
+    }
+    return adopted
+  }
+
   /// Prunes the sessions of the run that ask for it; returns what each did, in manifest order.
   func prune(cancelled: Bool) -> [PruneOutcome] {
     let indices = plan.manifest.sessions.indices.filter { index in
@@ -15,7 +40,12 @@ extension RunBookkeeper {
       return session.prune != nil && session.kind != .ephemeral && (options.sessions?.contains(session.name) ?? true)
     }
     guard !indices.isEmpty else { return [] }
-    let records = recorder.placedFiles()
+    var records = recorder.placedFiles()
+    if let known = records {
+      let adopted = adoptPlacedBefore(sessions: indices, known: known)
+      recorder.record(placed: adopted)
+      records = known + adopted
+    }
     let reserved = ReservedPaths(manifest: plan.manifest, stateFolder: state.path)
     var outcomes: [PruneOutcome] = []
     for index in indices {

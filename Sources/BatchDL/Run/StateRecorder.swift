@@ -138,6 +138,16 @@ final class StateRecorder {
     }
   }
 
+  /// Records files placed at once (files an earlier run placed, adopted by prune).
+  func record(placed files: [PlacedFile]) {
+    guard let store, !files.isEmpty else { return }
+    do {
+      try store.update(placed: files)
+    } catch {
+      warn("warning: cannot record placed files in the state folder: \(error)")
+    }
+  }
+
   /// Forgets the records of files pruned, gone or no longer batchdl's.
   func forget(placed paths: [String]) {
     guard let store, !paths.isEmpty else { return }
