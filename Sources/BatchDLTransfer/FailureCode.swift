@@ -18,13 +18,17 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, CustomStringConve
   case descriptor
   /// A document's file whose destination another task writes, or needs as a folder.
   case conflict
+  /// A download covered by `checksums:` whose file has no entry there (and no digest of its own).
+  case checksumMissing
+  /// The checksum file the download is checked with has a bad, missing or unknown-key signature.
+  case signature
 
   /// Every code without a number (`http-NNN` and `curl-N` excepted).
   public static let named: [FailureCode] = [
     .connect, .dns, .timeout, .network, .incomplete, .rangeMismatch, .resumeRestart, .badResponse, .tls,
     .tooManyRedirects, .protocol, .write, .read, .diskFull, .url, .cancelled, .internal, .bodyTooLarge,
     .unsafePath, .dependency, .policy, .checksumMismatch, .sizeMismatch, .state, .cacheMiss, .allSourcesFailed,
-    .descriptor, .conflict,
+    .descriptor, .conflict, .checksumMissing, .signature,
   ]
 
   public var rawValue: String {
@@ -59,6 +63,8 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, CustomStringConve
     case .allSourcesFailed: "all-sources-failed"
     case .descriptor: "descriptor"
     case .conflict: "conflict"
+    case .checksumMissing: "checksum-missing"
+    case .signature: "signature"
     }
   }
 

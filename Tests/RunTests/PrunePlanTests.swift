@@ -136,6 +136,22 @@ import Testing
       PlannedDescriptor(session: 0, entry: 0, url: "http://example.org/x.meta4", outcome: .failed)
     ]
     #expect(PruneDecisions.failures(of: 0, plan: withDocument, summary: nil)?.contains("x.meta4") == true)
+    // A URL's stored copy (the server could not be reached) may be stale; a local file is current.
+    withDocument.descriptors = [
+      PlannedDescriptor(session: 0, entry: 0, url: "https://example.org/SHA256SUMS", outcome: .storedCopy)
+    ]
+    #expect(PruneDecisions.failures(of: 0, plan: withDocument, summary: nil) != nil)
+    withDocument.descriptors = [PlannedDescriptor(session: 0, entry: 0, url: "SHA256SUMS", outcome: .storedCopy)]
+    #expect(PruneDecisions.failures(of: 0, plan: withDocument, summary: nil) == nil)
+    withDocument.descriptors = [
+      PlannedDescriptor(session: 0, entry: 0, url: "https://example.org/pub/", outcome: .notModified)
+    ]
+    #expect(PruneDecisions.failures(of: 0, plan: withDocument, summary: nil) == nil)
+    // Another session's failed document is not this one's.
+    withDocument.descriptors = [
+      PlannedDescriptor(session: 1, entry: 0, url: "https://example.org/pub/", outcome: .failed)
+    ]
+    #expect(PruneDecisions.failures(of: 0, plan: withDocument, summary: nil) == nil)
   }
 
   @Test func limitsAreWhatTheManifestWrites() {

@@ -86,8 +86,12 @@ public struct PlanListing {
       text += " "
       text += redactor.url(plan.url(of: request))
       text += "  ("
-      if showsSpace && prior == nil { tally.add(request, action: nil, in: plan) }
-      if let prior {
+      let refusal = plan.refusedRequests[index]
+      // A request that fails before it is sent writes nothing.
+      if showsSpace && refusal == nil && prior == nil { tally.add(request, action: nil, in: plan) }
+      if let refusal {
+        text += "fails before it is sent: \(refusal.code): " + redactor.text(refusal.message) + ", "
+      } else if let prior {
         let (action, reason) = prior.action(for: request, in: plan, refresh: refresh)
         if showsSpace { tally.add(request, action: action, in: plan) }
         switch action {
@@ -215,17 +219,25 @@ public struct PlanListing {
       text += first ? "{" : ",{"
       first = false
       var decision: (action: RequestAction, reason: String)?
-      if showsSpace && prior == nil { tally.add(request, action: nil, in: plan) }
+      // A request that fails before it is sent writes nothing.
+      let writes = showsSpace && plan.refusedRequests[index] == nil
+      if writes && prior == nil { tally.add(request, action: nil, in: plan) }
       if let prior {
         let found = prior.action(for: request, in: plan, refresh: refresh)
         decision = found
-        if showsSpace { tally.add(request, action: found.action, in: plan) }
+        if writes { tally.add(request, action: found.action, in: plan) }
         text += "\"action\":\"" + found.action.name + "\","
       }
       text += "\"after\":["
       let after = request.dependencies.map { position[Int($0)] }.sorted()
       for (offset, value) in after.enumerated() { text += offset == 0 ? String(value) : "," + String(value) }
-      text += "],\"host\":"
+      text += "]"
+      if let refusal = plan.refusedRequests[index] {
+        text += ",\"fails\":{\"code\":\"\(refusal.code)\",\"message\":"
+        JSON.quote(redactor.text(refusal.message), into: &text)
+        text += "}"
+      }
+      text += ",\"host\":"
       JSON.quote(redactor.text(plan.hosts[Int(request.host)]), into: &text)
       text += ",\"key\":\"" + request.key.description + "\",\"method\":"
       JSON.quote(request.method, into: &text)

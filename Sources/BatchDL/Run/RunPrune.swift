@@ -129,6 +129,17 @@ public enum PruneDecisions {
     }
   }
 
+  /// Whether a document fetched before planning says what upstream holds now: fetched, or
+  /// confirmed by a 304. A stored copy of a URL's document (the server could not be reached) may
+  /// be stale; a local checksum file is read as it is.
+  static func isCurrent(_ document: PlannedDescriptor) -> Bool {
+    switch document.outcome {
+    case .fetched, .notModified: return true
+    case .storedCopy: return !(document.url.hasPrefix("http://") || document.url.hasPrefix("https://"))
+    case .failed, .missing: return false
+    }
+  }
+
   /// The `PrunePlan` of session `index`, its files looked at on disk: what `run` carries out and
   /// `plan` lists.
   package static func decide(
@@ -144,9 +155,7 @@ public enum PruneDecisions {
   /// or documents it fetched before planning that failed (their files are missing from the plan,
   /// not gone upstream); nil when nothing did.
   package static func failures(of index: Int, plan: Plan, summary: RunSummary?) -> String? {
-    let documents = plan.descriptors.filter {
-      Int($0.session) == index && $0.outcome != .fetched && $0.outcome != .notModified
-    }
+    let documents = plan.descriptors.filter { Int($0.session) == index && !isCurrent($0) }
     if let document = documents.first {
       return
         "the document \(document.url) was not fetched (\(document.outcome.rawValue)), so the plan may lack files it lists"
