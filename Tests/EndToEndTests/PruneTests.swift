@@ -17,6 +17,12 @@ import Testing
       fixture.server.route("/f/" + name, .file(Array("\(name)\n".utf8), etag: .strong(name)))
     }
     list(fixture, names)
+    manifest(fixture, prune: prune)
+    return fixture
+  }
+
+  /// Writes the manifest of `fixture(_:prune:)` with another `prune`.
+  static func manifest(_ fixture: RunFixture, prune: String) {
     fixture.manifest(
       """
       version: 1
@@ -30,7 +36,6 @@ import Testing
           tasks:
             - list: files.txt
       """)
-    return fixture
   }
 
   /// Rewrites `files.txt` with one line per name (a name with a `/` keeps it as its destination).
@@ -99,6 +104,27 @@ import Testing
     #expect(!Self.exists(fixture, "m/c"))
     #expect(fixture.folder.read("m/a") == "a\n")
     #expect(try Self.report(fixture)["pruned"] as? [String] == ["m/b", "m/c"])
+  }
+
+  @Test func aSessionThatStartsPruningAdoptsTheFilesItsTasksName() throws {
+    let fixture = try Self.fixture(["a", "b", "c"], prune: "false")
+    #expect(try fixture.run().status == 0)
+    let store = try #require(try StateStore.open(folder: fixture.folder.path + "/.batchdl", readOnly: true))
+    #expect(try store.placed().isEmpty)
+    // prune: is set, and the list loses c in the same edit: c was never recorded, so it stays;
+    // a and b are adopted.
+    Self.manifest(fixture, prune: "true")
+    Self.list(fixture, ["a", "b"])
+    var result = try fixture.run()
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(fixture.folder.read("m/c") == "c\n")
+    #expect(try Self.report(fixture)["pruned"] as? [String] == [])
+    Self.list(fixture, ["a"])
+    result = try fixture.run()
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(!Self.exists(fixture, "m/b"))
+    #expect(fixture.folder.read("m/c") == "c\n")
+    #expect(try Self.report(fixture)["pruned"] as? [String] == ["m/b"])
   }
 
   @Test func aFileTheUserReplacedSurvives() throws {

@@ -116,11 +116,14 @@ final class StateRecorder {
     pendingResults.append(stored)
   }
 
-  /// A task's file was put in place at `path` (absolute): it is recorded as batchdl's, by its
-  /// destination in the plan's form and its identity now, so that `prune:` may remove it once no
-  /// task names it (and only while it is still that file).
+  /// A task's file was put in place at `path` (absolute): in a session with `prune:`, it is
+  /// recorded as batchdl's, by its destination in the plan's form and its identity now, so that
+  /// prune may remove it once no task names it (and only while it is still that file). Other
+  /// sessions record nothing (a run of small files pays no row for it): when they start pruning,
+  /// the files their tasks name are adopted from their results (`RunBookkeeper.prune`).
   func placed(_ task: PlannedTask, request: PlannedRequest, at path: String) {
-    guard persists(request), let destination = plan.destination(of: task), let identity = FileIdentity(path: path)
+    guard plan.manifest.sessions[Int(task.session)].prune != nil, persists(request),
+      let destination = plan.destination(of: task), let identity = FileIdentity(path: path)
     else { return }
     pendingPlaced.append(
       PlacedFile(session: plan.manifest.sessions[Int(task.session)].name, path: destination, identity: identity))
