@@ -243,6 +243,9 @@ import Testing
     #expect((prune["error"] as? [String: Any])?["code"] as? String == "prune-limit")
     #expect(prune["would_delete"] as? Int == 8)
     #expect(report["pruned"] as? [String] == [])
+    // report diff calls it a regression, by default.
+    try FileManager.default.copyItem(
+      atPath: fixture.folder.path + "/report.json", toPath: fixture.folder.path + "/refused.json")
 
     // --no-prune: the run succeeds and deletes nothing.
     let kept = try fixture.run(["--no-prune"])
@@ -251,6 +254,13 @@ import Testing
     let skipped = try #require((try Self.report(fixture)["prune"] as? [[String: Any]])?.first)
     #expect(skipped["outcome"] as? String == "skipped")
     #expect(skipped["reason"] as? String == "--no-prune")
+    let diff = try BinaryRunner.run(
+      ["report", "diff", "report.json", "refused.json"], in: fixture.folder.path)
+    #expect(diff.status == 1, "\(diff.stdout)\(diff.stderr)")
+    #expect(diff.stdout.contains("(prune mirror): prune refused (prune-limit)"), "\(diff.stdout)")
+    let lenient = try BinaryRunner.run(
+      ["report", "diff", "report.json", "refused.json", "--fail-on", "failure"], in: fixture.folder.path)
+    #expect(lenient.status == 0, "\(lenient.stdout)\(lenient.stderr)")
   }
 
   @Test func planListsEachDeleteAndTheSpace() throws {

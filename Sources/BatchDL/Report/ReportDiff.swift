@@ -180,20 +180,26 @@ public struct ReportDiff: Sendable {
     case removed
     /// The second report is of a run that did not run (an invalid manifest, a lock held...).
     case notRun = "not-run"
+    /// The second report's run refused to prune a session: it would have deleted more files than
+    /// `prune.max_delete` allows (exit 6).
+    case pruneLimit = "prune-limit"
 
-    /// A task that passed and now fails, a new task that fails, a run that did not run. A changed
-    /// size or digest of a file that completed is an update of a living mirror: shown, not failing
-    /// unless asked (`--fail-on checksum`, `size`).
-    public static let defaults: Set<Rule> = [.failure, .newFailure, .notRun]
+    /// A task that passed and now fails, a new task that fails, a run that did not run, a prune
+    /// refused by its limit. A changed size or digest of a file that completed is an update of a
+    /// living mirror: shown, not failing unless asked (`--fail-on checksum`, `size`).
+    public static let defaults: Set<Rule> = [.failure, .newFailure, .notRun, .pruneLimit]
   }
 
   public struct Change: Sendable {
     public var id: String
     public var old: TaskResult?
     public var new: TaskResult?
-    /// What changed: `added`, `removed`, `outcome`, `sha256`, `size`.
+    /// What changed: `added`, `removed`, `outcome`, `sha256`, `size`; `prune-limit` for a session
+    /// whose prune was refused (its id `(prune SESSION)`).
     public var kinds: [String]
     public var regression: Rule?
+    /// What a change that is not a task's says (`prune-limit`: the message).
+    public var detail: String? = nil
   }
 
   public var old: RunReport
@@ -249,6 +255,13 @@ public struct ReportDiff: Sendable {
         continue
       }
       if !change.kinds.isEmpty { changes.append(change) }
+    }
+    // A prune its limit refused: nothing was deleted, and the run exited 6.
+    for outcome in new.prune where outcome.outcome == .refused {
+      changes.append(
+        Change(
+          id: "(prune \(outcome.session))", old: nil, new: nil, kinds: ["prune-limit"],
+          regression: rules.contains(.pruneLimit) ? .pruneLimit : nil, detail: outcome.reason))
     }
   }
 
