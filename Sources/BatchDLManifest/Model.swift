@@ -97,6 +97,8 @@ public struct Session: Sendable {
   /// `checksums:` (with `signature:` and `keyring:`) on the session: covers its downloads whose
   /// entry gives none of its own.
   public var checksums: ChecksumSpec?
+  /// `prune:`: remove files earlier runs placed under `dest` that no task names any more.
+  public var prune: PruneSettings? = nil
 }
 
 /// When a run asks the server again, with a conditional request, whether a finished download

@@ -28,6 +28,7 @@ extension ManifestDecoder {
     package var insecure: Bool?
     package var refresh: RefreshPolicy?
     package var preserveMtime: Bool?
+    package var prune: PruneSettings?
     package var segments: Int?
     package var minSegmentSize: Int64?
     package var mirrors: [MirrorRule]?
@@ -160,6 +161,8 @@ extension ManifestDecoder {
         }
       case "preserve_mtime":
         result.preserveMtime = boolean(value, what: "preserve_mtime")
+      case "prune":
+        result.prune = prune(value)
       case "insecure":
         result.insecure = boolean(value, what: "insecure")
         if result.insecure == true {
@@ -274,6 +277,22 @@ extension ManifestDecoder {
       network: network, headers: headers, onFinished: own.onFinished ?? defaults.onFinished, tasks: tasks,
       insecure: own.insecure ?? defaults.insecure ?? false, mirrors: own.mirrors ?? defaults.mirrors ?? [], tls: tls,
       refresh: own.refresh ?? defaults.refresh ?? .never,
-      preserveMtime: own.preserveMtime ?? defaults.preserveMtime ?? true, checksums: checksumSpec(node))
+      preserveMtime: own.preserveMtime ?? defaults.preserveMtime ?? true, checksums: checksumSpec(node),
+      prune: sessionPrune(own: own.prune, defaults: defaults.prune, kind: kind, kindUnknown: kindUnknown))
+  }
+
+  /// A session's `prune:`: its own, else the defaults'. An ephemeral session keeps no record of what
+  /// it wrote, so its own `prune:` is an error, and it does not inherit the defaults' one.
+  private mutating func sessionPrune(
+    own: PruneSettings?, defaults: PruneSettings?, kind: SessionKind, kindUnknown: Bool
+  ) -> PruneSettings? {
+    guard kind == .ephemeral else { return own ?? defaults }
+    if let own, !kindUnknown {
+      diagnostics.error(
+        own.mark,
+        "prune is not allowed in an ephemeral session: it keeps no record of the files it wrote, so nothing could be pruned safely; remove prune or use 'kind: default'"
+      )
+    }
+    return nil
   }
 }

@@ -119,9 +119,12 @@ public struct StateScope: Sendable, Equatable {
 ///   last_modified, file_size, file_modified, error_code, error_message)`;
 /// - `budgets(manifest, request_key, spent_ms, attempts)`;
 /// - `extents(manifest, request_key, start, end)`: a segmented download's synced extents, beside
-///   its checkpoint row.
+///   its checkpoint row;
+/// - `placed(manifest, path, session, size, modified, inode, device)` (schema 5): each file a run
+///   placed, by its destination in the plan's form (relative to the manifest's folder when inside
+///   it), with the identity it had when placed: what `prune:` may remove (`PrunePlan`).
 public final class StateStore {
-  public static let schemaVersion = 4
+  public static let schemaVersion = 5
   public static let fileName = "state.sqlite"
 
   private let db: SQLiteDatabase
@@ -207,7 +210,10 @@ public final class StateStore {
     CREATE TABLE IF NOT EXISTS extents (
       manifest TEXT NOT NULL, request_key TEXT NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL,
       PRIMARY KEY (manifest, request_key, start));
-    INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', '4');
+    CREATE TABLE IF NOT EXISTS placed (
+      manifest TEXT NOT NULL, path TEXT NOT NULL, session TEXT NOT NULL, size INTEGER NOT NULL,
+      modified INTEGER NOT NULL, inode INTEGER NOT NULL, device INTEGER NOT NULL, PRIMARY KEY (manifest, path));
+    INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', '5');
     """
 
   private static func migrate(_ db: SQLiteDatabase, from current: Int, scope: StateScope?) throws(SQLiteError) {
@@ -215,8 +221,9 @@ public final class StateStore {
     try db.transaction { () throws(SQLiteError) in
       try db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
       guard current == 1 else {
-        // A new store, or schema 2 or 3: the tables it lacks are added, its rows stay; schema 4
-        // added `results.checked` (NULL for the rows before it: never asked with `refresh`).
+        // A new store, or schema 2 to 4: the tables it lacks are added, its rows stay; schema 4
+        // added `results.checked` (NULL for the rows before it: never asked with `refresh`),
+        // schema 5 the `placed` table (empty: files placed before it are not known to prune).
         if current >= 2 {
           let columns = try db.prepare("SELECT count(*) FROM pragma_table_info('results') WHERE name = 'checked'")
           try columns.bind([])
@@ -460,5 +467,53 @@ public final class StateStore {
       let delete = try db.prepare("DELETE FROM budgets WHERE manifest = ?1 AND request_key = ?2")
       for key in removed { try delete.run([manifestValue, .text(key)]) }
     }
+  }
+
+  // MARK: - Placed files
+
+  /// Every file the state records as placed by this manifest's runs (`prune:` reads them). A store
+  /// of an older schema opened read-only has none.
+  public func placed() throws(SQLiteError) -> [PlacedFile] {
+    guard !legacy, try hasTable("placed") else { return [] }
+    let select = try db.prepare(
+      "SELECT path, session, size, modified, inode, device FROM placed" + filter() + " ORDER BY path")
+    try select.bind(scopeValues)
+    var files: [PlacedFile] = []
+    while try select.step() {
+      files.append(
+        PlacedFile(
+          session: select.text(1) ?? "", path: select.text(0) ?? "", size: select.integer(2) ?? -1,
+          modified: select.integer(3) ?? -1, inode: UInt64(bitPattern: select.integer(4) ?? -1),
+          device: UInt64(bitPattern: select.integer(5) ?? -1)))
+    }
+    return files
+  }
+
+  /// Records files placed (replacing the record of the same path) and forgets others, by path, in
+  /// one transaction.
+  public func update(placed files: [PlacedFile], forgetting forgotten: [String] = []) throws(SQLiteError) {
+    guard !files.isEmpty || !forgotten.isEmpty else { return }
+    try db.transaction { () throws(SQLiteError) in
+      let insert = try db.prepare(
+        """
+        INSERT OR REPLACE INTO placed (manifest, path, session, size, modified, inode, device)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+        """)
+      for file in files {
+        try insert.run([
+          manifestValue, .text(file.path), .text(file.session), .integer(file.size), .integer(file.modified),
+          .integer(Int64(bitPattern: file.inode)), .integer(Int64(bitPattern: file.device)),
+        ])
+      }
+      let delete = try db.prepare("DELETE FROM placed WHERE manifest = ?1 AND path = ?2")
+      for path in forgotten { try delete.run([manifestValue, .text(path)]) }
+    }
+  }
+
+  /// Whether the database has the table `name` (a read-only store of an older schema may not).
+  private func hasTable(_ name: String) throws(SQLiteError) -> Bool {
+    let tables = try db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1")
+    try tables.bind([.text(name)])
+    return try tables.step() && (tables.integer(0) ?? 0) > 0
   }
 }

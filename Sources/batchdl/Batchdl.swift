@@ -20,7 +20,8 @@ struct Batchdl: ParsableCommand {
 
       Exit codes: 0 every task completed, unchanged or deferred; 1 a task failed; 2 invalid \
       manifest or usage; 3 interrupted by a signal; 4 another run holds the state folder's lock; \
-      5 the state folder cannot be used (damaged database, full disk).
+      5 the state folder cannot be used (damaged database, full disk); 6 a session's prune would \
+      have deleted more files than its prune.max_delete allows (prune-limit): nothing was deleted.
 
       Example:
         batchdl validate mirror.yaml

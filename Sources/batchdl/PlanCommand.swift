@@ -12,7 +12,11 @@ struct PlanCommand: ParsableCommand {
       ('after:' first, then priority, then round-robin across hosts), whether 'run' would send \
       it, resume it (from which byte) or skip it as unchanged, and why, and, with --shards or \
       --shard, its shard. Metalink documents named by URL are fetched first (a conditional \
-      request against the copy in the state folder); --offline uses the stored copies only.
+      request against the copy in the state folder); --offline uses the stored copies only. \
+      Sessions with prune: list each file the run would delete ('delete PATH'), or why it would \
+      delete nothing (prune-limit). Last, one line per filesystem gives the bytes the run \
+      expects to write there (sizes known in advance; the others are counted as files of \
+      unknown size) and the space free.
 
       Example:
         batchdl plan mirror.yaml
@@ -55,10 +59,16 @@ struct PlanCommand: ParsableCommand {
     listing.refresh = refresh
     do {
       // A sharded run keeps its state in its own sub-folder: read the one `run --shard` writes.
-      listing.prior = try stateFolder(state, for: plan, shard: selected).prior()
+      let folder = stateFolder(state, for: plan, shard: selected)
+      listing.prior = try folder.prior()
+      if plan.manifest.sessions.contains(where: { $0.prune != nil }) {
+        listing.prune = PruneDecisions.prunePlans(
+          plan: plan, records: try folder.placedFiles(), stateFolder: folder.path)
+      }
     } catch {
       throw fail(error)
     }
+    listing.showsSpace = true
     var out = BufferedOutput()
     if json {
       listing.writeJSON(to: &out)

@@ -30,11 +30,12 @@ struct ReportCommand: ParsableCommand {
       abstract: "Show what changed between two reports; exit 1 on a regression.",
       discussion: """
         Lists tasks added and removed, outcome changes, SHA-256 and size changes. A regression \
-        (exit 1) is, by default: a task that passed now fails, a new task that fails, or a new \
-        report of a run that did not run (an invalid manifest, a lock held). A completed file \
-        whose checksum or size changed is an update, shown but not failing. --fail-on chooses \
-        from failure, new-failure, not-run, checksum, size, removed, and default for the three \
-        defaults (comma-separated, e.g. default,checksum; 'none' for never). A diff in which \
+        (exit 1) is, by default: a task that passed now fails, a new task that fails, a new \
+        report of a run that did not run (an invalid manifest, a lock held), or one whose prune \
+        was refused by prune.max_delete. A completed file whose checksum or size changed is an \
+        update, shown but not failing. --fail-on chooses from failure, new-failure, not-run, \
+        prune-limit, checksum, size, removed, and default for the four defaults \
+        (comma-separated, e.g. default,checksum; 'none' for never). A diff in which \
         most tasks of the old report are missing says so.
 
         --markdown prints the diff as GitHub-flavoured Markdown for a CI job summary or a \

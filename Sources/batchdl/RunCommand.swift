@@ -24,7 +24,8 @@ struct RunCommand: ParsableCommand {
       Exit codes: 0 every task completed or was unchanged; 1 a task failed; 2 invalid manifest \
       or usage; 3 interrupted by a signal (after checkpointing); 4 another run holds the state \
       folder's lock; 5 the state folder cannot be used (damaged database, full disk): nothing \
-      was sent.
+      was sent; 6 a session's prune would have deleted more files than its prune.max_delete \
+      allows, so nothing was deleted (code prune-limit; a failed task makes it 1).
 
       Example:
         batchdl run mirror.yaml --report report.json --junit junit.xml
@@ -88,6 +89,9 @@ struct RunCommand: ParsableCommand {
   @Flag(help: "Run background sessions here too, instead of in a detached worker (for CI).")
   var foreground = false
 
+  @Flag(help: "Delete nothing this run, whatever the sessions' prune: says.")
+  var noPrune = false
+
   func validate() throws {
     if let shard, case .failure(let problem) = Shard.resolve(shard, shards: shards, environment: environment) {
       throw ValidationError(problem.description)
@@ -139,13 +143,14 @@ struct RunCommand: ParsableCommand {
     options.timings = timings
     options.refresh = refresh
     options.verify = verify
+    options.noPrune = noPrune
     let background = plan.manifest.sessions.filter { $0.kind == .background }
     if !foreground && !background.isEmpty {
       options.sessions = Set(plan.manifest.sessions.filter { $0.kind != .background }.map(\.name))
       let sessions = BackgroundSessions(state: stateFolder(state, for: plan), manifestPath: manifest)
       for session in background {
         do {
-          switch try sessions.launch(session: session) {
+          switch try sessions.launch(session: session, noPrune: noPrune) {
           case .started(let pid):
             if !quiet {
               print(

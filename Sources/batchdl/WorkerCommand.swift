@@ -19,11 +19,14 @@ struct WorkerCommand: ParsableCommand {
   @Option(help: ArgumentHelp("State folder (absolute path).", valueName: "dir"))
   var state: String
 
+  @Flag(help: "Delete nothing (run --no-prune).")
+  var noPrune = false
+
   func run() throws {
     // Between passes and while a pass plans, a signal stops the worker in order, as in a run.
     Interrupts.install()
     let sessions = BackgroundSessions(stateFolder: state, manifestPath: manifest)
-    let status = sessions.work(session: session, environment: ProcessInfo.processInfo.environment)
+    let status = sessions.work(session: session, environment: ProcessInfo.processInfo.environment, noPrune: noPrune)
     if status != .success { throw ExitCode(status.rawValue) }
   }
 }

@@ -1,4 +1,5 @@
 import BatchDLPlan
+import BatchDLStore
 import BatchDLSupport
 
 /// Prints a plan for people (`batchdl plan`) or machines (`batchdl plan --json`).
@@ -14,6 +15,12 @@ public struct PlanListing {
   public var prior: PriorState?
   /// As `run --refresh` would see it.
   public var refresh = false
+  /// What each session's `prune:` would delete (`PruneDecisions.prunePlans`): listed after the
+  /// requests.
+  public var prune: [PrunePlan] = []
+  /// List the bytes the run expects to write and the space free, per filesystem, last
+  /// (`PlanSpace`).
+  public var showsSpace = false
 
   public init(plan: Plan, shard: Shard? = nil, shardCount: Int? = nil) {
     self.plan = plan
@@ -68,6 +75,7 @@ public struct PlanListing {
     // than the rest of the listing at 100,000 requests.
     var text = ""
     text.reserveCapacity(1 << 16)
+    var tally = PlanSpace.Tally(sessions: plan.manifest.sessions.count)
     for index in plan.order {
       let request = plan.requests[Int(index)]
       guard included(request) else { continue }
@@ -78,10 +86,14 @@ public struct PlanListing {
       text += " "
       text += redactor.url(plan.url(of: request))
       text += "  ("
-      if let refusal = plan.refusedRequests[index] {
+      let refusal = plan.refusedRequests[index]
+      // A request that fails before it is sent writes nothing.
+      if showsSpace && refusal == nil && prior == nil { tally.add(request, action: nil, in: plan) }
+      if let refusal {
         text += "fails before it is sent: \(refusal.code): " + redactor.text(refusal.message) + ", "
       } else if let prior {
         let (action, reason) = prior.action(for: request, in: plan, refresh: refresh)
+        if showsSpace { tally.add(request, action: action, in: plan) }
         switch action {
         case .send: text += "send: "
         case .resume(let offset): text += "resume from byte \(offset): "
@@ -130,7 +142,57 @@ public struct PlanListing {
         text.removeAll(keepingCapacity: true)
       }
     }
+    for decision in prune { text += pruneText(decision) }
+    if showsSpace { for line in PlanSpace.lines(plan: plan, tally: tally) { text += line.text + "\n" } }
     out.write(text)
+  }
+
+  /// A session's prune: a line that says what the run would do, then a `delete PATH` line for each
+  /// file it would delete and a `leave PATH` line for each record it would not touch.
+  private func pruneText(_ decision: PrunePlan) -> String {
+    var text = "prune session \(decision.session)"
+    if let limit = decision.limit { text += " (max_delete \(limit))" }
+    text += ": "
+    let count = decision.deletions.count
+    let files = "\(count) file\(count == 1 ? "" : "s")"
+    if let blocked = decision.blocked {
+      text += "the run would delete nothing: \(blocked)\n"
+    } else if decision.exceedsLimit {
+      text +=
+        "the run would delete nothing and fail with prune-limit: it \(decision.limitReason); \(PrunePlan.limitAdvice)\n"
+    } else if count == 0 {
+      text += "nothing to delete (\(decision.recorded) file\(decision.recorded == 1 ? "" : "s") recorded)\n"
+    } else {
+      text +=
+        "the run would delete \(files) no task names any more, of \(decision.recorded) recorded, unless a task of the session fails\n"
+    }
+    let verb = decision.blocked == nil && !decision.exceedsLimit ? "delete" : "would delete, but for the above,"
+    for deletion in decision.deletions { text += "    \(verb) \(redactor.text(deletion.path))\n" }
+    for left in decision.changed + decision.refused {
+      text += "    leave \(redactor.text(left.path)): \(left.why)\n"
+    }
+    return text
+  }
+
+  /// A session's prune in `plan --json`.
+  private func pruneJSON(_ decision: PrunePlan) -> JSON {
+    var fields: [String: JSON] = [
+      "session": .string(decision.session), "recorded": .int(decision.recorded),
+      "delete": .array(decision.deletions.map { .string(redactor.text($0.path)) }),
+      "leave": .array(
+        (decision.changed + decision.refused).map {
+          .object(["path": .string(redactor.text($0.path)), "reason": .string($0.why)])
+        }),
+      "limit_exceeded": .bool(decision.exceedsLimit),
+    ]
+    if let limit = decision.limit { fields["max_delete"] = .string(limit.description) }
+    if let blocked = decision.blocked { fields["blocked"] = .string(blocked) }
+    if decision.exceedsLimit {
+      fields["error"] = .object([
+        "code": .string("prune-limit"), "message": .string(redactor.text(decision.limitMessage)),
+      ])
+    }
+    return .object(fields)
   }
 
   /// The JSON listing: `{"format": "batchdl-plan/1", "manifest", "requests": [...], "summary"}`,
@@ -139,6 +201,7 @@ public struct PlanListing {
     let position = positions()
     var head = "{\"format\":\"batchdl-plan/1\",\"manifest\":"
     JSON.quote(plan.manifest.path, into: &head)
+    if !prune.isEmpty { head += ",\"prune\":" + JSON.array(prune.map(pruneJSON)).text }
     head += ",\"requests\":["
     out.write(head)
     var first = true
@@ -146,6 +209,7 @@ public struct PlanListing {
     var taskCount = 0
     var text = ""
     text.reserveCapacity(1 << 16)
+    var tally = PlanSpace.Tally(sessions: plan.manifest.sessions.count)
     for index in plan.order {
       let request = plan.requests[Int(index)]
       guard included(request) else { continue }
@@ -155,9 +219,13 @@ public struct PlanListing {
       text += first ? "{" : ",{"
       first = false
       var decision: (action: RequestAction, reason: String)?
+      // A request that fails before it is sent writes nothing.
+      let writes = showsSpace && plan.refusedRequests[index] == nil
+      if writes && prior == nil { tally.add(request, action: nil, in: plan) }
       if let prior {
         let found = prior.action(for: request, in: plan, refresh: refresh)
         decision = found
+        if writes { tally.add(request, action: found.action, in: plan) }
         text += "\"action\":\"" + found.action.name + "\","
       }
       text += "\"after\":["
@@ -221,6 +289,10 @@ public struct PlanListing {
       "sessions": .int(plan.manifest.sessions.count), "merged_duplicates": .int(plan.mergedDuplicates),
     ]
     if let shard { summary["shard"] = .string(shard.description) }
-    out.write("],\"summary\":" + JSON.object(summary).text + "}\n")
+    out.write("]")
+    if showsSpace {
+      out.write(",\"space\":" + JSON.array(PlanSpace.lines(plan: plan, tally: tally).map(\.json)).text)
+    }
+    out.write(",\"summary\":" + JSON.object(summary).text + "}\n")
   }
 }

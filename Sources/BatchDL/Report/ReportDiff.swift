@@ -28,6 +28,7 @@ extension RunReport {
     if let notRun = object["not_run"] as? [String: Any] {
       report.notRun = (Int32(clamping: notRun["exit_status"] as? Int ?? 1), notRun["reason"] as? String ?? "")
     }
+    report.prune = (object["prune"] as? [[String: Any]] ?? []).compactMap(PruneOutcome.init(json:))
     if let seconds = report.seconds, seconds > maxSeconds {
       throw ReadError(
         description: "\(path): the run's seconds, \(seconds), are out of range (at most \(Int(maxSeconds)))")
@@ -124,8 +125,42 @@ extension RunReport {
       let (requests, overflow) = merged.requests.addingReportingOverflow(report.requests)
       merged.requests = overflow ? .max : requests
       if let seconds = report.seconds { merged.seconds = max(merged.seconds ?? 0, seconds) }
+      for outcome in report.prune { merged.mergePrune(outcome) }
     }
     return merged
+  }
+}
+
+extension PruneOutcome {
+  /// An entry of a report's `prune` read back.
+  init?(json entry: [String: Any]) {
+    guard let session = entry["session"] as? String,
+      let outcome = (entry["outcome"] as? String).flatMap(Outcome.init(rawValue:))
+    else { return nil }
+    self.init(session: session, outcome: outcome)
+    reason = entry["reason"] as? String ?? (entry["error"] as? [String: Any])?["message"] as? String
+    wouldDelete = entry["would_delete"] as? Int
+    deleted = entry["deleted"] as? [String] ?? []
+  }
+}
+
+extension RunReport {
+  /// Joins one shard's prune of a session into the merged report's: a refused prune in any shard
+  /// is refused, else a skipped one is skipped, else the files deleted add up.
+  mutating func mergePrune(_ outcome: PruneOutcome) {
+    guard let index = prune.firstIndex(where: { $0.session == outcome.session }) else {
+      prune.append(outcome)
+      return
+    }
+    var kept = prune[index]
+    let rank: [PruneOutcome.Outcome: Int] = [.pruned: 0, .skipped: 1, .refused: 2]
+    if rank[outcome.outcome, default: 0] > rank[kept.outcome, default: 0] {
+      kept.outcome = outcome.outcome
+      kept.reason = outcome.reason
+      kept.wouldDelete = outcome.wouldDelete
+    }
+    kept.deleted = (kept.deleted + outcome.deleted).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    prune[index] = kept
   }
 }
 
@@ -145,20 +180,26 @@ public struct ReportDiff: Sendable {
     case removed
     /// The second report is of a run that did not run (an invalid manifest, a lock held...).
     case notRun = "not-run"
+    /// The second report's run refused to prune a session: it would have deleted more files than
+    /// `prune.max_delete` allows (exit 6).
+    case pruneLimit = "prune-limit"
 
-    /// A task that passed and now fails, a new task that fails, a run that did not run. A changed
-    /// size or digest of a file that completed is an update of a living mirror: shown, not failing
-    /// unless asked (`--fail-on checksum`, `size`).
-    public static let defaults: Set<Rule> = [.failure, .newFailure, .notRun]
+    /// A task that passed and now fails, a new task that fails, a run that did not run, a prune
+    /// refused by its limit. A changed size or digest of a file that completed is an update of a
+    /// living mirror: shown, not failing unless asked (`--fail-on checksum`, `size`).
+    public static let defaults: Set<Rule> = [.failure, .newFailure, .notRun, .pruneLimit]
   }
 
   public struct Change: Sendable {
     public var id: String
     public var old: TaskResult?
     public var new: TaskResult?
-    /// What changed: `added`, `removed`, `outcome`, `sha256`, `size`.
+    /// What changed: `added`, `removed`, `outcome`, `sha256`, `size`; `prune-limit` for a session
+    /// whose prune was refused (its id `(prune SESSION)`).
     public var kinds: [String]
     public var regression: Rule?
+    /// What a change that is not a task's says (`prune-limit`: the message).
+    public var detail: String? = nil
   }
 
   public var old: RunReport
@@ -214,6 +255,13 @@ public struct ReportDiff: Sendable {
         continue
       }
       if !change.kinds.isEmpty { changes.append(change) }
+    }
+    // A prune its limit refused: nothing was deleted, and the run exited 6.
+    for outcome in new.prune where outcome.outcome == .refused {
+      changes.append(
+        Change(
+          id: "(prune \(outcome.session))", old: nil, new: nil, kinds: ["prune-limit"],
+          regression: rules.contains(.pruneLimit) ? .pruneLimit : nil, detail: outcome.reason))
     }
   }
 

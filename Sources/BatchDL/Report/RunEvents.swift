@@ -33,6 +33,8 @@ public enum RunEvent: Sendable {
   case completed(TaskResult)
   /// `urlSessionDidFinishEvents`: every task of the session has ended.
   case sessionFinished(session: String, summary: RunSummary)
+  /// `prune:` deleted a file no task names any more (`path` relative to the manifest's folder).
+  case pruned(session: String, path: String)
 
   /// The event as one JSON object for `--events` (without the time, which the log adds).
   public var json: [String: JSON] {
@@ -78,6 +80,8 @@ public enum RunEvent: Sendable {
       fields["event"] = .string("completed")
       fields["task"] = fields.removeValue(forKey: "id")
       return fields
+    case .pruned(let session, let path):
+      return ["event": .string("pruned"), "session": .string(session), "path": .string(path)]
     case .sessionFinished(let session, let summary):
       return ["event": .string("session_finished"), "session": .string(session), "summary": summary.json]
     }

@@ -16,6 +16,45 @@ public struct HookResult: Sendable, Equatable {
   }
 }
 
+/// What a session's `prune:` did in a run: listed as `prune`, and its files as `pruned`.
+public struct PruneOutcome: Sendable, Equatable {
+  public enum Outcome: String, Sendable {
+    /// The files no task names any more were deleted (maybe none).
+    case pruned
+    /// Not attempted: `--no-prune`, an interrupted run, or a task or descriptor of the session
+    /// failed (`reason`).
+    case skipped
+    /// More files than `max_delete` allows: nothing was deleted (`prune-limit`).
+    case refused
+  }
+
+  public var session: String
+  public var outcome: Outcome
+  /// Paths deleted (relative to the manifest's folder, as tasks' `to`), sorted.
+  public var deleted: [String] = []
+  /// Why it was skipped or refused.
+  public var reason: String?
+  /// Files a refused prune would have deleted.
+  public var wouldDelete: Int?
+
+  public init(session: String, outcome: Outcome) {
+    self.session = session
+    self.outcome = outcome
+  }
+
+  var json: JSON {
+    var fields: [String: JSON] = ["session": .string(session), "outcome": .string(outcome.rawValue)]
+    switch outcome {
+    case .pruned: fields["deleted"] = .array(deleted.map { .string($0) })
+    case .skipped: fields["reason"] = .string(reason ?? "")
+    case .refused:
+      fields["error"] = .object(["code": .string("prune-limit"), "message": .string(reason ?? "")])
+      fields["would_delete"] = .int(wouldDelete ?? 0)
+    }
+    return .object(fields)
+  }
+}
+
 /// The report of a run, built from `completed` events: stable JSON for `git diff` (keys sorted,
 /// tasks sorted by id, no times unless asked) and JUnit XML for CI.
 public struct RunReport: Sendable {
@@ -34,6 +73,9 @@ public struct RunReport: Sendable {
   /// Why nothing ran (an invalid manifest, a lock held, a state folder that cannot be used), with
   /// the exit status: listed as `not_run`, so that a CI step never diffs a stale report.
   public var notRun: (status: Int32, reason: String)?
+  /// What each session with `prune:` did (listed as `prune`, with every file deleted under
+  /// `pruned`); empty when no session of the run prunes, and then neither key is written.
+  public var prune: [PruneOutcome] = []
 
   public init(manifest: String) {
     self.manifest = manifest
@@ -89,8 +131,13 @@ public struct RunReport: Sendable {
       head["hooks"] = .array(
         hooks.map { .object(["session": .string($0.session), "exit_status": .int(Int64($0.status))]) })
     }
-    // Keys sorted: [descriptors,] format, [hooks,] manifest, [not_run,] [seconds,] [shard,] summary,
-    // tasks.
+    if !prune.isEmpty {
+      head["prune"] = .array(prune.map(\.json))
+      head["pruned"] = .array(
+        prune.flatMap(\.deleted).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { .string($0) })
+    }
+    // Keys sorted: [descriptors,] format, [hooks,] manifest, [not_run,] [prune, pruned,] [seconds,]
+    // [shard,] summary, tasks.
     var text = "{\n"
     for key in head.keys.sorted() {
       text += "  "

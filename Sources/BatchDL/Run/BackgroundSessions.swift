@@ -175,8 +175,9 @@ public struct BackgroundSessions {
   }
 
   /// Starts the worker of `session` (a new process in its own session, `setsid`, with its output in
-  /// `workers/ID.log`), or reattaches to the live one.
-  public func launch(session: Session) throws -> Launch {
+  /// `workers/ID.log`), or reattaches to the live one. `noPrune`: a worker started now deletes
+  /// nothing (`run --no-prune`); a live one keeps what it was started with.
+  public func launch(session: Session, noPrune: Bool = false) throws -> Launch {
     let identifier = session.identifier ?? session.name
     try FileAccess.makeDirectories(workersFolder)
     if let pid = liveWorker(identifier) {
@@ -184,7 +185,9 @@ public struct BackgroundSessions {
       return .attached(pid: pid)
     }
     let executable = Self.executablePath()
-    let arguments = [executable, "worker", manifestPath, "--session", session.name, "--state", stateFolder]
+    let arguments =
+      [executable, "worker", manifestPath, "--session", session.name, "--state", stateFolder]
+      + (noPrune ? ["--no-prune"] : [])
     let pid = try Self.spawnDetached(arguments, log: logPath(identifier))
     // The worker writes `running` once it holds its lock; it may already have.
     if liveWorker(identifier) == nil {
@@ -248,7 +251,7 @@ public struct BackgroundSessions {
 
   /// The worker itself: runs the session's tasks (again while a `run` asked it to pick up new ones),
   /// writes the session's report and events, runs `on_finished`, and exits with the session's result.
-  public func work(session name: String, environment: [String: String]) -> ExitStatus {
+  public func work(session name: String, environment: [String: String], noPrune: Bool = false) -> ExitStatus {
     var last = ExitStatus.success
     var identifier = name
     if let plan = try? ManifestCheck.plan(path: manifestPath, environment: environment, state: stateFolder),
@@ -299,6 +302,7 @@ public struct BackgroundSessions {
       options.reportPath = reportPath(identifier)
       options.eventsPath = eventsPath(identifier)
       options.progress = .never
+      options.noPrune = noPrune
       do {
         last = try Runner(plan: plan, options: options).run()
       } catch {

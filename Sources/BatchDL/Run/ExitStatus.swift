@@ -12,4 +12,7 @@ public enum ExitStatus: Int32, Sendable {
   case locked = 4
   /// The state folder cannot be used: its database is damaged, or its disk is full (nothing ran).
   case stateUnusable = 5
+  /// A session's `prune:` would have deleted more files than its `max_delete` allows: nothing was
+  /// deleted (`prune-limit`). A failed task takes precedence (1).
+  case pruneLimit = 6
 }

@@ -65,6 +65,7 @@ extension RunBookkeeper {
           written?.modified = modified
         }
         emit(.finished(task: outcome.id, to: outcome.to ?? ""))
+        recorder.placed(task, request: request, at: path)
         record(task, outcome, written: written, at: path)
       } catch {
         record(task, failed(task, TransferFailure(code: error.code, message: error.message, attempts: result.attempts)))
@@ -83,6 +84,7 @@ extension RunBookkeeper {
         throw TransferFailure.system(errno: errno, doing: "rename the finished file into \(path)")
       }
       emit(.finished(task: outcome.id, to: outcome.to ?? ""))
+      recorder.placed(task, request: request, at: path)
       record(task, outcome, at: path)
     } catch {
       unlink(source)

@@ -14,7 +14,7 @@ import Foundation
 final class RunBookkeeper: TransferObserver {
   let plan: Plan
   let options: RunOptions
-  private let state: StateFolder
+  let state: StateFolder
   let redactor: Redactor
   let display: ProgressDisplay
   var eventLog: EventLog?
@@ -223,6 +223,9 @@ final class RunBookkeeper: TransferObserver {
   func finish(cancelled: Bool) throws(RunError) -> ExitStatus {
     recorder.flush(force: true)
     cleanEphemeralPartials()
+    // Every file is in place: sessions with `prune:` remove what no task names any more.
+    report.prune = prune(cancelled: cancelled)
+    let pruneRefused = report.prune.contains { $0.outcome == .refused }
     report.seconds = offset(Engine.now())
     let summary = self.summary
     display.finish(summary: summary)
@@ -237,7 +240,8 @@ final class RunBookkeeper: TransferObserver {
     }
     let hookFailed = report.hooks.contains { $0.status != 0 }
     let status: ExitStatus =
-      cancelled ? .interrupted : summary.failed > 0 || hookFailed ? .taskFailed : .success
+      cancelled
+      ? .interrupted : summary.failed > 0 || hookFailed ? .taskFailed : pruneRefused ? .pruneLimit : .success
     do {
       try writeMetrics(status: status)
     } catch {

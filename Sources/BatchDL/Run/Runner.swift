@@ -26,6 +26,8 @@ public struct RunOptions: Sendable {
   public var refresh = false
   /// Re-hash finished files to decide whether they are unchanged.
   public var verify = false
+  /// `--no-prune`: sessions with `prune:` delete nothing this run.
+  public var noPrune = false
   /// Only these sessions (by name); nil runs every session.
   public var sessions: Set<String>?
   /// The lock taken in the state folder: `lock` for a run, a worker's own for a background session.

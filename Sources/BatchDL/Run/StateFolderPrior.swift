@@ -16,6 +16,16 @@ extension StateFolder {
     }
   }
 
+  /// The files earlier runs of this manifest placed here (`prune:`), read-only.
+  public func placedFiles() throws(StateError) -> [PlacedFile] {
+    let store = try openStore(readOnly: true)
+    do {
+      return try store?.placed() ?? []
+    } catch {
+      throw StateError(error, database: database, arguments: arguments)
+    }
+  }
+
   /// What every run recorded for this manifest: unsharded, then each shard's folder. A task
   /// recorded in several keeps its first completed (or unchanged) result.
   public func priorOfAllShards() throws(StateError) -> PriorState {

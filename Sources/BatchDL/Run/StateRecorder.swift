@@ -19,6 +19,8 @@ final class StateRecorder {
   private var pendingResults = ResultBatch()
   private var pendingRemovals: [String] = []
   private var pendingBudgets: [(key: String, spent: Int64, attempts: Int)] = []
+  /// Files placed since the last flush, with their identity (what `prune:` may remove later).
+  private var pendingPlaced: [PlacedFile] = []
   private var lastFlush = Engine.now()
   /// Requests (by key) whose checkpoints were recorded in this run.
   private var checkpointed: Set<String> = []
@@ -114,6 +116,51 @@ final class StateRecorder {
     pendingResults.append(stored)
   }
 
+  /// A task's file was put in place at `path` (absolute): in a session with `prune:`, it is
+  /// recorded as batchdl's, by its destination in the plan's form and its identity now, so that
+  /// prune may remove it once no task names it (and only while it is still that file). Other
+  /// sessions record nothing (a run of small files pays no row for it): when they start pruning,
+  /// the files their tasks name are adopted from their results (`RunBookkeeper.prune`).
+  func placed(_ task: PlannedTask, request: PlannedRequest, at path: String) {
+    guard plan.manifest.sessions[Int(task.session)].prune != nil, persists(request),
+      let destination = plan.destination(of: task), let identity = FileIdentity(path: path)
+    else { return }
+    pendingPlaced.append(
+      PlacedFile(session: plan.manifest.sessions[Int(task.session)].name, path: destination, identity: identity))
+  }
+
+  /// The files the state records as placed by this manifest's runs (this one's once flushed); nil
+  /// without a state folder or when it cannot be read (said through `warn`).
+  func placedFiles() -> [PlacedFile]? {
+    guard let store else { return nil }
+    do {
+      return try store.placed()
+    } catch {
+      warn("warning: cannot read the files placed by earlier runs from the state folder: \(error)")
+      return nil
+    }
+  }
+
+  /// Records files placed at once (files an earlier run placed, adopted by prune).
+  func record(placed files: [PlacedFile]) {
+    guard let store, !files.isEmpty else { return }
+    do {
+      try store.update(placed: files)
+    } catch {
+      warn("warning: cannot record placed files in the state folder: \(error)")
+    }
+  }
+
+  /// Forgets the records of files pruned, gone or no longer batchdl's.
+  func forget(placed paths: [String]) {
+    guard let store, !paths.isEmpty else { return }
+    do {
+      try store.update(placed: [], forgetting: paths)
+    } catch {
+      warn("warning: cannot record pruned files in the state folder: \(error)")
+    }
+  }
+
   /// Records the time a request that did not finish has spent, across runs (ms).
   func spent(_ milliseconds: Int64, attempts: Int, on request: PlannedRequest) {
     guard persists(request) else { return }
@@ -138,11 +185,13 @@ final class StateRecorder {
       try store.save(results: pendingResults)
       try store.update(checkpoints: [], removing: pendingRemovals)
       try store.save(budgets: pendingBudgets, removing: pendingRemovals)
+      try store.update(placed: pendingPlaced)
     } catch {
       warn("warning: cannot record results in the state folder: \(error)")
     }
     pendingResults.removeAll()
     pendingRemovals.removeAll(keepingCapacity: true)
     pendingBudgets.removeAll(keepingCapacity: true)
+    pendingPlaced.removeAll(keepingCapacity: true)
   }
 }

@@ -25,6 +25,7 @@ extension RunBookkeeper {
           try placer.prepare(path, for: task)
           try AtomicFile.write(cached.body, to: path)
           emit(.finished(task: result.id, to: result.to ?? ""))
+          recorder.placed(task, request: request, at: path)
         } catch {
           record(failed(task, TransferFailure(code: .write, message: "cannot write \(destination): \(error)")))
           continue

@@ -1,0 +1,170 @@
+import BatchDLManifest
+import BatchDLPlan
+import BatchDLStore
+import BatchDLSupport
+import Foundation
+
+/// `prune:` at the end of a run, once every file is in place: for each session of the run that
+/// prunes, the `PrunePlan` (the same decision `plan` lists) is carried out, unless the run was
+/// interrupted, `--no-prune` was given, or a task or descriptor of the session failed.
+extension RunBookkeeper {
+  /// Files of the pruning sessions' tasks that the state folder's results say batchdl placed
+  /// (completed or unchanged, still of the recorded size and time) but that have no `placed`
+  /// record: those placed before the state kept them (schema 5), or before `prune:` was set.
+  /// Only tasks the plan names are adopted, so nothing is deleted on their account in this run;
+  /// once adopted, a file is pruned when a later manifest no longer names it.
+  private func adoptPlacedBefore(sessions: [Int], known: [PlacedFile]) -> [PlacedFile] {
+    guard !prior.results.isEmpty else { return [] }
+    let recorded = Set(known.map(\.path))
+    var adopted: [PlacedFile] = []
+    var seen = Set<String>()
+    for task in plan.tasks where !task.to.isNone && sessions.contains(Int(task.session)) {
+      let destination = plan.text.string(task.to)
+      guard !recorded.contains(destination), !seen.contains(destination),
+        let entry = prior.results.entry(for: task, in: plan),
+        entry.outcome == .completed || entry.outcome == .unchanged,
+        let identity = FileIdentity(path: plan.absolute(destination)),
+        identity.size == entry.fileSize, identity.modified == entry.fileModified
+      else { continue }
+      seen.insert(destination)
+      adopted.append(
+        PlacedFile(session: plan.manifest.sessions[Int(task.session)].name, path: destination, identity: identity))
+    }
+    return adopted
+  }
+
+  /// Prunes the sessions of the run that ask for it; returns what each did, in manifest order.
+  func prune(cancelled: Bool) -> [PruneOutcome] {
+    let indices = plan.manifest.sessions.indices.filter { index in
+      let session = plan.manifest.sessions[index]
+      return session.prune != nil && session.kind != .ephemeral && (options.sessions?.contains(session.name) ?? true)
+    }
+    guard !indices.isEmpty else { return [] }
+    var records = recorder.placedFiles()
+    if let known = records {
+      let adopted = adoptPlacedBefore(sessions: indices, known: known)
+      recorder.record(placed: adopted)
+      records = known + adopted
+    }
+    let reserved = ReservedPaths(manifest: plan.manifest, stateFolder: state.path)
+    var outcomes: [PruneOutcome] = []
+    for index in indices {
+      let name = plan.manifest.sessions[index].name
+      var outcome = PruneOutcome(session: name, outcome: .skipped)
+      let why: String?
+      if options.noPrune {
+        why = "--no-prune"
+      } else if cancelled {
+        why = "the run was interrupted"
+      } else if records == nil {
+        why = "the state folder's records of placed files cannot be read"
+      } else {
+        why = PruneDecisions.failures(of: index, plan: plan, summary: summaries[index])
+      }
+      if let why {
+        outcome.reason = why
+        if !options.noPrune { display.problem("warning: session \(name): prune skipped: \(why); nothing was deleted") }
+        outcomes.append(outcome)
+        continue
+      }
+      guard let decision = PruneDecisions.decide(session: index, plan: plan, records: records ?? [], reserved: reserved)
+      else {
+        continue
+      }
+      for left in decision.refused {
+        display.problem(
+          "warning: session \(name): prune leaves \(redactor.text(left.path)) alone: \(left.why) (the state folder records it; was it edited?)"
+        )
+      }
+      if decision.exceedsLimit {
+        outcome.outcome = .refused
+        outcome.reason = redactor.text(decision.limitMessage)
+        outcome.wouldDelete = decision.deletions.count
+        display.problem("error: \(outcome.reason ?? "")")
+        outcomes.append(outcome)
+        continue
+      }
+      var forgotten = decision.gone
+      for left in decision.changed {
+        display.problem("warning: session \(name): prune leaves \(redactor.text(left.path)): \(left.why)")
+        forgotten.append(left.path)
+      }
+      outcome.outcome = .pruned
+      for deletion in decision.deletions {
+        switch PruneFiles.remove(root: decision.root, relative: deletion.relative, record: deletion.record) {
+        case .placed:
+          outcome.deleted.append(redactor.text(deletion.path))
+          emit(.pruned(session: name, path: redactor.text(deletion.path)))
+          // One line per file deleted, as per task that changed (not with --quiet).
+          display.note("pruned \(redactor.text(deletion.path))")
+          forgotten.append(deletion.path)
+        case .missing:
+          forgotten.append(deletion.path)
+        case .changed(let why):
+          display.problem("warning: session \(name): prune leaves \(redactor.text(deletion.path)): \(why)")
+          forgotten.append(deletion.path)
+        }
+      }
+      outcome.deleted.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+      recorder.forget(placed: forgotten)
+      outcomes.append(outcome)
+    }
+    eventLog?.flush()
+    return outcomes
+  }
+}
+
+/// The prune decisions `run` and `plan` share.
+public enum PruneDecisions {
+  /// The `PrunePlan` of each session of `plan` that prunes, as a run with no failure would carry it
+  /// out now (`batchdl plan`).
+  public static func prunePlans(plan: Plan, records: [PlacedFile], stateFolder: String?) -> [PrunePlan] {
+    let reserved = ReservedPaths(manifest: plan.manifest, stateFolder: stateFolder)
+    return plan.manifest.sessions.indices.compactMap { index in
+      plan.manifest.sessions[index].kind == .ephemeral
+        ? nil
+        : decide(
+          session: index, plan: plan, records: records, reserved: reserved,
+          blocked: failures(of: index, plan: plan, summary: nil))
+    }
+  }
+
+  /// Whether a document fetched before planning says what upstream holds now: fetched, or
+  /// confirmed by a 304. A stored copy of a URL's document (the server could not be reached) may
+  /// be stale; a local checksum file is read as it is.
+  static func isCurrent(_ document: PlannedDescriptor) -> Bool {
+    switch document.outcome {
+    case .fetched, .notModified: return true
+    case .storedCopy: return !(document.url.hasPrefix("http://") || document.url.hasPrefix("https://"))
+    case .failed, .missing: return false
+    }
+  }
+
+  /// The `PrunePlan` of session `index`, its files looked at on disk: what `run` carries out and
+  /// `plan` lists.
+  package static func decide(
+    session index: Int, plan: Plan, records: [PlacedFile], reserved: ReservedPaths, blocked: String? = nil
+  ) -> PrunePlan? {
+    PrunePlan.decide(session: index, plan: plan, records: records, blocked: blocked, reserved: reserved) {
+      root, relative, record in
+      PruneFiles.inspect(root: root, relative: relative, record: record)
+    }
+  }
+
+  /// Why session `index` must not prune after this run: tasks of it that failed or were cancelled,
+  /// or documents it fetched before planning that failed (their files are missing from the plan,
+  /// not gone upstream); nil when nothing did.
+  package static func failures(of index: Int, plan: Plan, summary: RunSummary?) -> String? {
+    let documents = plan.descriptors.filter { Int($0.session) == index && !isCurrent($0) }
+    if let document = documents.first {
+      return
+        "the document \(document.url) was not fetched (\(document.outcome.rawValue)), so the plan may lack files it lists"
+    }
+    if plan.refusedFiles.contains(where: { Int($0.task.session) == index }) {
+      return "files of a document the session fetched were left out"
+    }
+    let failed = (summary?.failed ?? 0) + (summary?.cancelled ?? 0)
+    guard failed > 0 else { return nil }
+    return "\(failed) of its task\(failed == 1 ? "" : "s") failed or did not finish in this run"
+  }
+}
