@@ -32,8 +32,7 @@ import Testing
   static func manifest(
     _ fixture: RunFixture, _ nginx: NginxServer, extra: String = "", session: String = "", depth: Int = 3
   ) {
-    fixture.folder.write(
-      "ca.pem", (try? String(contentsOfFile: nginx.certificates.caCertificate, encoding: .utf8)) ?? "")
+    fixture.trustCA(of: nginx)
     fixture.manifest(
       """
       version: 1
@@ -158,8 +157,7 @@ import Testing
     let nginx = try NginxServer(autoindex: [.init(location: "/release/", folder: "release", format: .json)])
     defer { nginx.stop() }
     Self.serve(Self.tree, on: nginx)
-    fixture.folder.write(
-      "ca.pem", (try? String(contentsOfFile: nginx.certificates.caCertificate, encoding: .utf8)) ?? "")
+    fixture.trustCA(of: nginx)
     fixture.manifest(
       """
       version: 1

@@ -13,8 +13,7 @@ import Testing
     defer { nginx.stop() }
     let names = (0..<10).map { "file-\($0).txt" }
     for name in names { nginx.put("release/" + name, Array("\(name)\n".utf8)) }
-    fixture.folder.write(
-      "ca.pem", (try? String(contentsOfFile: nginx.certificates.caCertificate, encoding: .utf8)) ?? "")
+    fixture.trustCA(of: nginx)
     fixture.manifest(
       """
       version: 1

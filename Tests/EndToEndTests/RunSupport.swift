@@ -17,6 +17,12 @@ final class RunFixture {
     server.stop()
   }
 
+  /// Writes `ca.pem`, the throw-away CA that `nginx`'s certificate is issued by, for a manifest's
+  /// `tls: {ca_file: ca.pem}`.
+  func trustCA(of nginx: NginxServer) {
+    folder.write("ca.pem", (try? String(contentsOfFile: nginx.certificates.caCertificate, encoding: .utf8)) ?? "")
+  }
+
   /// `yaml` with `BASE` replaced by the server's base URL.
   func manifest(_ yaml: String, name: String = "manifest.yaml") {
     folder.write(name, yaml.replacingOccurrences(of: "BASE", with: server.baseURL))
