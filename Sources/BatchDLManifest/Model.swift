@@ -94,6 +94,8 @@ public struct Session: Sendable {
   public var refresh = RefreshPolicy.never
   /// `preserve_mtime:`: a placed file takes its `Last-Modified` as its modification time.
   public var preserveMtime = true
+  /// `max_size:`: a response longer than this fails its tasks with `too-large`; nil: no limit.
+  public var maxSize: Int64? = nil
 }
 
 /// When a run asks the server again, with a conditional request, whether a finished download
@@ -210,6 +212,10 @@ public struct TaskSpec: Sendable {
   public var mirrors: [MirrorURL] = []
   /// `segments:` of a download; nil takes the session's `network.segments`.
   public var segments: Int?
+  /// `sha512:`, lower-case hex: the expected SHA-512, like `sha256` (one of the two at most).
+  public var sha512: String? = nil
+  /// `max_size:` of the task; nil: the session's.
+  public var maxSize: Int64? = nil
 }
 
 /// One URL of a task's `mirrors:` list, after `${VAR}` expansion, with the headers the manifest
@@ -243,6 +249,8 @@ public struct ListSpec: Sendable {
   public var after: [TaskReference]
   /// `preserve_mtime:` of the entry; nil: the session's.
   public var preserveMtime: Bool? = nil
+  /// `max_size:` of the entry's tasks; nil: the session's.
+  public var maxSize: Int64? = nil
 }
 
 /// What `list:` and `metalink:` entries share: a folder `to`, headers, priority and `after`.
@@ -274,6 +282,8 @@ public struct MetalinkSpec: Sendable {
   public var after: [TaskReference]
   /// `preserve_mtime:` of the entry; nil: the session's.
   public var preserveMtime: Bool? = nil
+  /// `max_size:` of the entry's files; nil: the session's.
+  public var maxSize: Int64? = nil
 }
 
 public enum TaskEntry: Sendable {

@@ -28,6 +28,7 @@ extension ManifestDecoder {
     package var insecure: Bool?
     package var refresh: RefreshPolicy?
     package var preserveMtime: Bool?
+    package var maxSize: Int64?
     package var segments: Int?
     package var minSegmentSize: Int64?
     package var mirrors: [MirrorRule]?
@@ -160,6 +161,8 @@ extension ManifestDecoder {
         }
       case "preserve_mtime":
         result.preserveMtime = boolean(value, what: "preserve_mtime")
+      case "max_size":
+        result.maxSize = maxSize(value)
       case "insecure":
         result.insecure = boolean(value, what: "insecure")
         if result.insecure == true {
@@ -245,7 +248,7 @@ extension ManifestDecoder {
     if let tasksNode = node["tasks"] {
       if case .sequence(let items) = tasksNode.content {
         for item in items {
-          if let entry = task(item, kind: kind) { tasks.append(entry) }
+          if let entry = task(item, kind: kind, maxSize: own.maxSize ?? defaults.maxSize) { tasks.append(entry) }
         }
         if items.isEmpty { diagnostics.warning(tasksNode.mark, "session '\(name)' has no tasks") }
       } else if tasksNode.isNull {
@@ -258,7 +261,7 @@ extension ManifestDecoder {
       diagnostics.error(key.mark, "session '\(name)' has no 'tasks:' list")
     }
 
-    return Session(
+    var session = Session(
       name: name, mark: key.mark, kind: kind, identifier: identifier, dest: dest,
       timeouts: Timeouts(
         request: own.request ?? defaults.request ?? .seconds(60),
@@ -275,5 +278,7 @@ extension ManifestDecoder {
       insecure: own.insecure ?? defaults.insecure ?? false, mirrors: own.mirrors ?? defaults.mirrors ?? [], tls: tls,
       refresh: own.refresh ?? defaults.refresh ?? .never,
       preserveMtime: own.preserveMtime ?? defaults.preserveMtime ?? true)
+    session.maxSize = own.maxSize ?? defaults.maxSize
+    return session
   }
 }

@@ -18,13 +18,17 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, CustomStringConve
   case descriptor
   /// A document's file whose destination another task writes, or needs as a folder.
   case conflict
+  /// The response is longer than the task's `max_size` (declared, or as it streamed): the file is
+  /// too large, wherever it comes from, and nothing of it is kept. Not `body-too-large`, which is
+  /// a data task's body outgrowing what batchdl keeps in memory.
+  case tooLarge
 
   /// Every code without a number (`http-NNN` and `curl-N` excepted).
   public static let named: [FailureCode] = [
     .connect, .dns, .timeout, .network, .incomplete, .rangeMismatch, .resumeRestart, .badResponse, .tls,
     .tooManyRedirects, .protocol, .write, .read, .diskFull, .url, .cancelled, .internal, .bodyTooLarge,
     .unsafePath, .dependency, .policy, .checksumMismatch, .sizeMismatch, .state, .cacheMiss, .allSourcesFailed,
-    .descriptor, .conflict,
+    .descriptor, .conflict, .tooLarge,
   ]
 
   public var rawValue: String {
@@ -59,6 +63,7 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, CustomStringConve
     case .allSourcesFailed: "all-sources-failed"
     case .descriptor: "descriptor"
     case .conflict: "conflict"
+    case .tooLarge: "too-large"
     }
   }
 
@@ -76,6 +81,10 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, CustomStringConve
   }
 
   public var description: String { rawValue }
+
+  /// Whether a task that failed with this code leaves nothing behind: no partial file, no
+  /// checkpoint for a later run to continue (a file past `max_size` is not wanted in part either).
+  package var discardsPartial: Bool { self == .tooLarge }
 
   /// The number after `prefix`, only when writing it back gives `text` again (no `http-007`).
   private static func numbered(_ text: String, prefix: String) -> Int? {

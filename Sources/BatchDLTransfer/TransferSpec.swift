@@ -139,6 +139,8 @@ public struct TransferSpec: Sendable {
   /// disagree is set aside.
   public var expectedSize: Int64?
   public var expectedSHA256: String?
+  /// `max_size`: a response whose representation is longer fails with `too-large` (`BodyGate`).
+  public var maxSize: Int64?
   /// Piece digests (a Metalink `<pieces>`): a file whose whole digest fails, or that has none, is
   /// checked piece by piece, and only the pieces that fail are fetched again.
   public var pieces: PieceDigests?

@@ -168,6 +168,9 @@ final class JobBuilder: TransferJobSource {
       }
     }
     spec.target = target
+    // The transfer stops at the largest `max_size` of its tasks; each task is held to its own when
+    // the body is placed.
+    spec.maxSize = plan.maxSize(of: request)
     spec.hostKey = plan.hosts[Int(request.host)]
     spec.decodeContent = tasks.allSatisfy { $0.kind == .data }
     if !request.mirrors.isEmpty {

@@ -99,9 +99,17 @@ extension RunBookkeeper {
     return Int64(date.timeIntervalSince1970.rounded(.down))
   }
 
-  /// Why a task's expectations (`size:`, its digest) fail a complete body; its pieces were the
+  /// Why a task's expectations (`max_size`, `size:`, its digest) fail a complete body; its pieces were the
   /// engine's to check, by the same rule.
   private func expectationProblem(_ task: PlannedTask, _ result: TransferResult) -> TransferFailure? {
+    if let limit = plan.maxSize(of: task), result.size > limit {
+      // A request shared with a task of a larger max_size: the body came whole, but not for this one.
+      return TransferFailure(
+        code: .tooLarge,
+        message:
+          "the response is \(result.size) bytes, more than max_size (\(ByteSize.format(limit)), \(limit) bytes); nothing was written to 'to'",
+        attempts: result.attempts)
+    }
     guard let expected = plan.expectation(of: task) else { return nil }
     return BodyCheck(size: expected.size, digest: expected.digest).failure(of: result, by: .placement)
   }
