@@ -248,7 +248,7 @@ extension ManifestDecoder {
     if let tasksNode = node["tasks"] {
       if case .sequence(let items) = tasksNode.content {
         for item in items {
-          if let entry = task(item, kind: kind, maxSize: own.maxSize ?? defaults.maxSize) { tasks.append(entry) }
+          if let entry = task(item, kind: kind, limit: own.maxSize ?? defaults.maxSize) { tasks.append(entry) }
         }
         if items.isEmpty { diagnostics.warning(tasksNode.mark, "session '\(name)' has no tasks") }
       } else if tasksNode.isNull {

@@ -4,10 +4,8 @@ import BatchDLSupport
 extension ManifestDecoder {
   /// The task, or nil when it has errors: those are reported here, and a task left out cannot draw
   /// follow-on reports from the planner (an empty URL, the same bad `to:` again).
-  /// `maxSize`: the session's `max_size`, which a task's `size:` may not pass.
-  package mutating func task(_ node: YAMLNode, kind sessionKind: SessionKind, maxSize sessionMaxSize: Int64? = nil)
-    -> TaskEntry?
-  {
+  /// `limit`: the session's `max_size`, which a task's `size:` may not pass.
+  package mutating func task(_ node: YAMLNode, kind sessionKind: SessionKind, limit: Int64? = nil) -> TaskEntry? {
     let errorsBefore = diagnostics.errorCount
     guard let entries = mapping(node, what: "a task") else { return nil }
     let kindKeys = entries.filter { Self.taskKindKeys.contains($0.key.scalar ?? "") }
@@ -165,7 +163,7 @@ extension ManifestDecoder {
         diagnostics.error(mark, "give 'body:' or 'body_file:', not both")
       }
       spec.method = method ?? (spec.body != nil || spec.bodyFile != nil ? "POST" : "GET")
-      checkExpectations(spec, node, sessionMaxSize: sessionMaxSize)
+      checkExpectations(spec, node, sessionMaxSize: limit)
     }
     return diagnostics.errorCount > errorsBefore ? nil : .task(spec)
   }
