@@ -88,7 +88,8 @@ package struct BodyGate: Sendable, Equatable {
 
   /// The admission, unless the representation it describes is longer than `maxSize`.
   private func limited(_ admission: Admission) -> Result<Admission, TransferFailure> {
-    guard let maxSize else { return .success(admission) }
+    // A HEAD's length is the representation's, but no body of it comes.
+    guard let maxSize, !isHead else { return .success(admission) }
     switch admission {
     case .whole(let length?) where length > maxSize:
       return .failure(tooLarge("the response declares \(length) bytes (Content-Length)"))

@@ -263,6 +263,9 @@ import Testing
       name: "an error page is not judged by max_size", gate: capped, status: 404, fields: [("content-length", "5000")],
       expected: .success(.error)),
     Row(
+      name: "a HEAD's length is not a body", gate: BodyGate(isHead: true, maxSize: 1000), status: 200,
+      fields: [("content-length", "5000")], expected: .success(.whole(length: 5000))),
+    Row(
       name: "a 304 is not judged by max_size", gate: BodyGate(conditional: true, maxSize: 1000), status: 304,
       fields: [("content-length", "5000")], expected: .success(.notModified)),
   ]
