@@ -288,6 +288,32 @@ import Testing
     #expect(fixture.holds("large/big.bin", FileResource.versionBytes(1, length: Self.length)))
   }
 
+  /// A data task's body stored in the cache before `max_size` was lowered is held to it too.
+  @Test func aCachedBodyPastMaxSizeIsNotServed() throws {
+    let fixture = try RunFixture()
+    fixture.server.route(
+      "/releases.json", .fixed(.json(200, "{\"v\": 12345}", headers: ["Cache-Control": "max-age=600"])))
+    func manifest(_ extra: String) {
+      fixture.manifest(
+        """
+        version: 1
+        sessions:
+          api:
+            tasks:
+              - data: BASE/releases.json
+                to: releases.json
+        \(extra)
+        """)
+    }
+    manifest("")
+    #expect(try fixture.run().status == 0)
+    try FileManager.default.removeItem(atPath: fixture.folder.path + "/releases.json")
+    manifest("        max_size: 8")
+    let outcome = try fixture.run()
+    #expect(fixture.server.requests.count == 1, "served from the cache")
+    try expectNothingLeft(fixture, outcome, id: "releases.json", name: "releases.json")
+  }
+
   // MARK: - Validation
 
   @Test func aSizeLargerThanMaxSizeIsAManifestError() throws {
