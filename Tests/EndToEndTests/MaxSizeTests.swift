@@ -261,6 +261,59 @@ import Testing
     #expect(fixture.holds("small.bin", FileResource.versionBytes(2, length: 1000)))
   }
 
+  @Test func aMetalinkFileWhoseSizeIsPastMaxSizeIsLeftOutUnfetched() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/a.bin", .file(.version(1, length: Self.length)))
+    fixture.server.route("/b.bin", .file(.version(2, length: 1000)))
+    fixture.folder.write(
+      "doc.meta4",
+      """
+      <?xml version="1.0"?>
+      <metalink xmlns="urn:ietf:params:xml:ns:metalink">
+        <file name="a.bin"><size>\(Self.length)</size><url>\(fixture.server.url("/a.bin"))</url></file>
+        <file name="b.bin"><size>1000</size><url>\(fixture.server.url("/b.bin"))</url></file>
+      </metalink>
+      """)
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          max_size: 10KB
+          tasks:
+            - metalink: doc.meta4
+              to: m/
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    let tasks = try fixture.tasks()
+    let error = try #require(tasks["doc.meta4#a.bin"]?["error"] as? [String: Any], "\(tasks.keys.sorted())")
+    #expect(error["code"] as? String == "too-large")
+    #expect((error["message"] as? String)?.contains("<size> 100000 is larger than max_size") == true, "\(error)")
+    #expect(fixture.server.requests(for: "/a.bin").isEmpty, "nothing of it is fetched")
+    #expect(!fixture.folder.exists("m/a.bin"))
+    #expect(fixture.holds("m/b.bin", FileResource.versionBytes(2, length: 1000)))
+  }
+
+  @Test func aListLineWhoseSizeIsPastMaxSizeIsAManifestError() throws {
+    let fixture = try RunFixture()
+    fixture.folder.write("urls.txt", "\(fixture.server.url("/a.bin")) a.bin size:20000\n")
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - list: urls.txt
+              max_size: 10KB
+      """)
+    let outcome = try BinaryRunner.run(["validate", "manifest.yaml"], in: fixture.folder.path)
+    #expect(outcome.status == 2)
+    let column = fixture.server.url("/a.bin").count + 2
+    #expect(
+      outcome.stderr.contains("urls.txt:1:\(column): error: size:20000 is larger than max_size"), "\(outcome.stderr)")
+  }
+
   /// Two tasks of one request: the transfer takes the larger limit, and the task with the smaller
   /// one fails alone.
   @Test func tasksSharingARequestAreEachHeldToTheirOwnMaxSize() throws {
