@@ -445,6 +445,34 @@ import Testing
     }
   }
 
+  /// The engine judges each source by the SHA-512 as it does by a SHA-256: a mirror whose bytes
+  /// fail it is set aside, and the next one's are placed.
+  @Test func aSourceWhoseBytesFailTheSHA512IsSetAside() throws {
+    let fixture = try RunFixture()
+    let mirror = try TestHTTPServer()
+    defer { mirror.stop() }
+    var lying = FileResource.version(1, length: 50_000)
+    lying.corruptions = [Corruption(bytes: 1000...1999)]
+    fixture.server.route("/f.bin", .file(lying))
+    mirror.route("/f.bin", .file(.version(1, length: 50_000)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          tasks:
+            - download: BASE/f.bin
+              mirrors: [\(mirror.url("/f.bin"))]
+              sha512: \(Self.right)
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("f.bin", Self.body))
+    let failed = fixture.events().filter { $0["event"] as? String == "source_failed" }
+    #expect((failed.first?["error"] as? [String: Any])?["code"] as? String == "checksum-mismatch", "\(failed)")
+  }
+
   @Test func aBadSHA512IsAManifestErrorWithItsPlace() throws {
     let fixture = try RunFixture()
     fixture.manifest(
