@@ -17,7 +17,7 @@ package struct ManifestDecoder {
     "kind", "dest", "timeouts", "retry", "cache", "network", "headers", "on_finished", "insecure", "mirrors", "tls",
     "refresh", "preserve_mtime", "max_size",
   ]
-  package static let sessionKeys = settingKeys + ["identifier", "tasks"]
+  package static let sessionKeys = settingKeys + ["identifier", "tasks"] + checksumKeys
   package static let timeoutKeys = ["request", "resource"]
   package static let retryKeys = ["attempts", "backoff", "max_backoff"]
   package static let cacheKeys = ["policy", "memory", "disk"]
@@ -29,15 +29,14 @@ package struct ManifestDecoder {
   package static let tlsKeys = [
     "ca_file", "ca_path", "client_cert", "client_key", "key_password", "pinned_pubkey", "min_version",
   ]
-  package static let taskKindKeys = ["data", "download", "upload", "list", "metalink"]
+  package static let taskKindKeys = ["data", "download", "upload", "list", "metalink", "index"]
   package static let taskKeys =
     taskKindKeys + [
       "id", "to", "method", "headers", "body", "body_file", "from", "form", "sha256", "size", "priority", "after",
       "become_download", "mirrors", "segments", "preserve_mtime", "sha512", "max_size",
-    ]
-  package static let listKeys = [
-    "list", "kind", "to", "method", "headers", "priority", "after", "preserve_mtime", "max_size",
-  ]
+    ] + checksumKeys
+  package static let listKeys =
+    ["list", "kind", "to", "method", "headers", "priority", "after", "preserve_mtime", "max_size"] + checksumKeys
   package static let metalinkKeys = ["metalink", "to", "headers", "priority", "after", "preserve_mtime", "max_size"]
   /// Keys of a download task that a Metalink document answers for each of its files.
   package static let metalinkAnswers = [

@@ -96,6 +96,9 @@ public struct Session: Sendable {
   public var preserveMtime = true
   /// `max_size:`: a response longer than this fails its tasks with `too-large`; nil: no limit.
   public var maxSize: Int64? = nil
+  /// `checksums:` (with `signature:` and `keyring:`) on the session: covers its downloads whose
+  /// entry gives none of its own.
+  public var checksums: ChecksumSpec?
 }
 
 /// When a run asks the server again, with a conditional request, whether a finished download
@@ -216,6 +219,8 @@ public struct TaskSpec: Sendable {
   public var sha512: String? = nil
   /// `max_size:` of the task; nil: the session's.
   public var maxSize: Int64? = nil
+  /// The task's own `checksums:` (download tasks), in place of its session's.
+  public var checksums: ChecksumSpec?
 }
 
 /// One URL of a task's `mirrors:` list, after `${VAR}` expansion, with the headers the manifest
@@ -251,6 +256,8 @@ public struct ListSpec: Sendable {
   public var preserveMtime: Bool? = nil
   /// `max_size:` of the entry's tasks; nil: the session's.
   public var maxSize: Int64? = nil
+  /// The entry's own `checksums:`, in place of its session's.
+  public var checksums: ChecksumSpec?
 }
 
 /// What `list:` and `metalink:` entries share: a folder `to`, headers, priority and `after`.
@@ -265,6 +272,72 @@ package protocol FolderEntrySpec {
 
 extension ListSpec: FolderEntrySpec {}
 extension MetalinkSpec: FolderEntrySpec {}
+extension IndexSpec: FolderEntrySpec {}
+
+/// One checksum file of a `checksums:` key: a path (relative to the manifest's folder) or an http
+/// or https URL, and its detached signature when one is given.
+public struct ChecksumSource: Hashable, Sendable {
+  public var location: String
+  public var isURL: Bool
+  public var mark: SourceMark
+  /// `signature:` (path or URL) of this file; nil for none (or a clear-signed file).
+  public var signature: String?
+  public var signatureIsURL = false
+  public var signatureMark: SourceMark?
+
+  public init(location: String, isURL: Bool, mark: SourceMark) {
+    self.location = location
+    self.isURL = isURL
+    self.mark = mark
+  }
+}
+
+/// `checksums:`, `signature:` and `keyring:` at one level (session, task, `list:` or `index:`):
+/// the checksum files whose entries the covered downloads are checked with, and the OpenPGP
+/// keyring that must have signed them. With a keyring, every file must be signed: by its
+/// `signature:`, or by a clear-signature of its own.
+public struct ChecksumSpec: Hashable, Sendable {
+  public var files: [ChecksumSource]
+  /// The keyring's path as written (relative to the manifest's folder, or absolute).
+  public var keyring: String?
+  public var keyringMark: SourceMark?
+  public var mark: SourceMark
+
+  public init(files: [ChecksumSource], keyring: String? = nil, keyringMark: SourceMark? = nil, mark: SourceMark) {
+    self.files = files
+    self.keyring = keyring
+    self.keyringMark = keyringMark
+    self.mark = mark
+  }
+}
+
+/// An `index:` entry: the files a server's directory listing shows under a folder URL, each a
+/// download at `to/` + its path relative to that folder.
+public struct IndexSpec: Sendable {
+  public var mark: SourceMark
+  /// The folder's URL, ending with `/`.
+  public var url: String
+  public var urlMark: SourceMark
+  public var include: [String] = []
+  public var exclude: [String] = []
+  /// `1`: the folder itself; `2`: and the folders it lists; ...
+  public var depth = 1
+  public var to: String?
+  public var toMark: SourceMark?
+  public var headers: [Header] = []
+  public var priority = Priority.normal
+  public var after: [TaskReference] = []
+  public var preserveMtime: Bool? = nil
+  public var checksums: ChecksumSpec?
+  /// `max_size:` of the listed files; nil: the session's.
+  public var maxSize: Int64? = nil
+
+  public init(mark: SourceMark, url: String, urlMark: SourceMark) {
+    self.mark = mark
+    self.url = url
+    self.urlMark = urlMark
+  }
+}
 
 /// A `metalink:` entry: one download per `<file>` of a Metalink document.
 public struct MetalinkSpec: Sendable {
@@ -290,12 +363,24 @@ public enum TaskEntry: Sendable {
   case task(TaskSpec)
   case list(ListSpec)
   case metalink(MetalinkSpec)
+  case index(IndexSpec)
 
   public var mark: SourceMark {
     switch self {
     case .task(let spec): return spec.mark
     case .list(let spec): return spec.mark
     case .metalink(let spec): return spec.mark
+    case .index(let spec): return spec.mark
+    }
+  }
+
+  /// The entry's own `checksums:` (a Metalink document's files carry their own hashes: none).
+  public var checksums: ChecksumSpec? {
+    switch self {
+    case .task(let spec): return spec.checksums
+    case .list(let spec): return spec.checksums
+    case .metalink: return nil
+    case .index(let spec): return spec.checksums
     }
   }
 }

@@ -277,7 +277,7 @@ extension ManifestDecoder {
       network: network, headers: headers, onFinished: own.onFinished ?? defaults.onFinished, tasks: tasks,
       insecure: own.insecure ?? defaults.insecure ?? false, mirrors: own.mirrors ?? defaults.mirrors ?? [], tls: tls,
       refresh: own.refresh ?? defaults.refresh ?? .never,
-      preserveMtime: own.preserveMtime ?? defaults.preserveMtime ?? true)
+      preserveMtime: own.preserveMtime ?? defaults.preserveMtime ?? true, checksums: checksumSpec(node))
     session.maxSize = own.maxSize ?? defaults.maxSize
     return session
   }

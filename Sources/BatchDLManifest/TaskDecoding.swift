@@ -19,7 +19,8 @@ extension ManifestDecoder {
       }
       diagnostics.error(
         node.mark,
-        "a task starts with one of data:, download:, upload: or list: followed by its URL (or list file)\(found)")
+        "a task starts with one of data:, download:, upload:, list:, metalink: or index: followed by its URL (or file)\(found)"
+      )
       checkKeys(others, known: Self.taskKeys, in: "a task")
       return nil
     }
@@ -34,6 +35,10 @@ extension ManifestDecoder {
     }
     if kindName == "metalink" {
       let entry = metalink(node, entries: entries, kindEntry: kindEntry)
+      return diagnostics.errorCount > errorsBefore ? nil : entry
+    }
+    if kindName == "index" {
+      let entry = index(node, entries: entries, kindEntry: kindEntry)
       return diagnostics.errorCount > errorsBefore ? nil : entry
     }
     checkKeys(entries, known: Self.taskKeys, in: "a \(kindName) task")
@@ -122,6 +127,14 @@ extension ManifestDecoder {
         break
       }
     }
+    if node["checksums"] != nil || node["signature"] != nil || node["keyring"] != nil {
+      if kind == .download {
+        spec.checksums = checksumSpec(node)
+      } else if let mark = node["checksums"]?.mark ?? node["signature"]?.mark ?? node["keyring"]?.mark {
+        diagnostics.error(
+          mark, "checksums apply to download tasks only; a \(kind.rawValue) task writes no file to check")
+      }
+    }
 
     switch kind {
     case .upload:
@@ -201,6 +214,10 @@ extension ManifestDecoder {
       default:
         _ = folderEntryKey(key.scalar, value, into: &spec)
       }
+    }
+    spec.checksums = checksumSpec(node)
+    if spec.checksums != nil && spec.kind != .download, let mark = node["checksums"]?.mark {
+      diagnostics.error(mark, "checksums apply to downloads only; this list's lines are data tasks")
     }
     return .list(spec)
   }

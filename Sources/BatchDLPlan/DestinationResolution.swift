@@ -56,6 +56,7 @@ extension PlanBuilder {
       }
       return nil
     }
+    lastRelative = relative.path
     let destination = form.destination(dest: session.dest, relative)
     if let why = reserved.problem(with: destination, in: manifest.absoluteDirectory) {
       if !quiet {

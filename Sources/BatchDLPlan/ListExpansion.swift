@@ -28,7 +28,10 @@ extension PlanBuilder {
     var lineNumber = 0
     var mergedHere = 0
     let mergedBefore = merged
-    let namePrefix = namePrefix(session: session, folder: folder)
+    listChecksums = spec.kind == .download ? spec.checksums ?? session.checksums : nil
+    defer { listChecksums = nil }
+    // Lines covered by checksum files take the general path: their match needs their destination.
+    let namePrefix = listChecksums == nil ? namePrefix(session: session, folder: folder) : nil
     do {
       let reader = try LineReader(path: path)
       try reader.forEachLine { bytes in
@@ -185,14 +188,27 @@ extension PlanBuilder {
         }
       }
     }
-    let sha256 = expectation.digest.flatMap { $0.algorithm == .sha256 ? $0.hex : nil }
+    var verdict = ChecksumVerdict.none
+    var salted = context
+    if listChecksums != nil {
+      verdict = checksumVerdict(
+        listChecksums, url: normalized, relative: lastRelative, session: session,
+        sessionIndex: Int(context.session), entryIndex: Int(context.entry), ownDigest: expectation.digest != nil)
+      if let salt = identitySalt(of: verdict) { salted.prefix.update(data: Array(salt.utf8)) }
+    }
+    let sha256 = expectation.digest.flatMap { $0.algorithm == .sha256 ? $0.hex : nil } ?? content(of: verdict)
     let before = tasks.count
     let task = add(
-      context: context, normalized: normalized, urlRef: urlRef, toRef: toRef, idRef: toRef, line: Int32(line),
+      context: salted, normalized: normalized, urlRef: urlRef, toRef: toRef, idRef: toRef, line: Int32(line),
       mark: mark, explicitID: false, quiet: !report, mirrors: mirrors, content: sha256)
-    if let task, Int(task) == before, !expectation.isEmpty {
-      tasks[Int(task)].expectation = Int32(expectations.count)
-      expectations.append(expectation)
+    if case .digest = verdict {
+      apply(verdict, to: task, before: before, size: expectation.size)
+    } else {
+      apply(verdict, to: task, before: before)
+      if let task, Int(task) == before, !expectation.isEmpty {
+        tasks[Int(task)].expectation = Int32(expectations.count)
+        expectations.append(expectation)
+      }
     }
     if let task, !after.isEmpty { afterRefs.append((task, after)) }
   }
@@ -290,6 +306,7 @@ extension PlanBuilder {
     case .task(let spec): return spec.maxSize ?? session.maxSize
     case .list(let spec): return spec.maxSize ?? session.maxSize
     case .metalink(let spec): return spec.maxSize ?? session.maxSize
+    case .index(let spec): return spec.maxSize ?? session.maxSize
     }
   }
 }

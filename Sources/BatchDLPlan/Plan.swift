@@ -176,6 +176,11 @@ public struct Plan: Sendable {
   /// left without that document's files: the id, and the document that failed. They fail with
   /// `dependency` instead of running, and so does whatever waits for them.
   public var unresolvedAfter: [Int32: (id: String, document: String)] = [:]
+  /// Requests that fail before they are sent, and why: a download covered by `checksums:` whose
+  /// checksum file has no entry for it (`checksum-missing`), cannot be read (`descriptor`) or is
+  /// not signed as `keyring:` requires (`signature`). Whatever waits for them fails with
+  /// `dependency`.
+  public var refusedRequests: [Int32: DocumentFailure] = [:]
 
   /// The size and digest a download must have, wherever they were written: the task's `size:` and
   /// `sha256:`, or its Metalink `<size>` and `<hash>`. Nil when nothing is expected.
@@ -196,6 +201,7 @@ public struct Plan: Sendable {
     case .task(let spec): own = spec.maxSize
     case .list(let spec): own = spec.maxSize
     case .metalink(let spec): own = spec.maxSize
+    case .index(let spec): own = spec.maxSize
     }
     return own ?? manifest.sessions[Int(task.session)].maxSize
   }
@@ -238,6 +244,7 @@ public struct Plan: Sendable {
     case .task(let spec): own = spec.preserveMtime
     case .list(let spec): own = spec.preserveMtime
     case .metalink(let spec): own = spec.preserveMtime
+    case .index(let spec): own = spec.preserveMtime
     }
     return own ?? manifest.sessions[Int(task.session)].preserveMtime
   }

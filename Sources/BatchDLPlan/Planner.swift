@@ -54,7 +54,8 @@ public struct Planner {
     return Plan(
       manifest: manifest, text: builder.text, tasks: builder.tasks, requests: builder.requests, order: order,
       hosts: builder.hosts, mergedDuplicates: builder.merged, warnings: all.sorted, expectations: builder.expectations,
-      descriptors: builder.descriptors, refusedFiles: builder.refusedFiles, unresolvedAfter: builder.unresolvedAfter)
+      descriptors: builder.descriptors, refusedFiles: builder.refusedFiles, unresolvedAfter: builder.unresolvedAfter,
+      refusedRequests: builder.refusedRequests)
   }
 }
 
@@ -118,6 +119,24 @@ package struct PlanBuilder {
   /// list's count of problem lines goes on past the ones it lists.
   package var lineHadProblem = false
 
+  /// The destination `resolveDestination` resolved last, relative to its session's `dest`.
+  package var lastRelative = ""
+  /// Requests that fail before anything is sent (see `Plan.refusedRequests`).
+  package var refusedRequests: [Int32: DocumentFailure] = [:]
+  /// Checksum files and signatures recorded in `descriptors` already, by key.
+  package var recordedDocuments = Set<String>()
+  /// The requests of the files each descriptor covers (checksum files and signatures by their
+  /// normalized URL, indexes by their folder URL), by session: a task that mirrors one is placed
+  /// after them.
+  package var coveredByDocument: [Int32: [String: [Int32]]] = [:]
+  /// The documents (normalized URLs) the last `checksumVerdict` consulted.
+  package var lastCoverage: [String] = []
+  /// Memos of `documentKey` and `checksumKey`.
+  package var documentKeys: [String: String] = [:]
+  package var checksumKeys: [String: String] = [:]
+  /// The `checksums:` that cover the lines of the `list:` entry being expanded.
+  package var listChecksums: ChecksumSpec?
+
   /// The form destinations take in this plan (set when the plan starts).
   package var form = DestinationForm()
 
@@ -140,9 +159,12 @@ extension PlanBuilder {
           expand(spec, session: session, sessionIndex: sessionIndex, entryIndex: entryIndex)
         case .metalink(let spec):
           expand(spec, session: session, sessionIndex: sessionIndex, entryIndex: entryIndex)
+        case .index(let spec):
+          expand(spec, session: session, sessionIndex: sessionIndex, entryIndex: entryIndex)
         }
       }
     }
+    orderPublishing()
   }
 
   package mutating func expand(_ spec: TaskSpec, session: Session, sessionIndex: Int, entryIndex: Int) {
@@ -184,10 +206,25 @@ extension PlanBuilder {
         }
       }
     }
+    var verdict = ChecksumVerdict.none
+    var salted = context
+    if spec.kind == .download, destination != nil {
+      verdict = checksumVerdict(
+        spec.checksums ?? session.checksums, url: normalized, relative: lastRelative, session: session,
+        sessionIndex: sessionIndex, entryIndex: entryIndex, ownDigest: spec.sha256 != nil || spec.sha512 != nil)
+      if let salt = identitySalt(of: verdict) { salted.prefix.update(data: Array(salt.utf8)) }
+    }
+    if let sha512 = spec.sha512 {
+      // The state records a file's SHA-256 alone: a changed `sha512:` pin is a request of its own,
+      // so that the task runs again (as a checksum file's SHA-512 does).
+      salted.prefix.update(data: Array("expected:sha-512:\(sha512)\n".utf8))
+    }
+    let before = tasks.count
     let task = add(
-      context: context, normalized: normalized, urlRef: urlRef, toRef: toRef, idRef: idRef, line: 0,
+      context: salted, normalized: normalized, urlRef: urlRef, toRef: toRef, idRef: idRef, line: 0,
       mark: spec.mark, explicitID: spec.id != nil, mirrors: mirrors,
-      content: spec.kind == .download && spec.method == "GET" ? spec.sha256?.lowercased() : nil)
+      content: spec.kind == .download && spec.method == "GET" ? spec.sha256?.lowercased() ?? content(of: verdict) : nil)
+    apply(verdict, to: task, before: before, size: spec.size)
     if let task {
       if spec.id != nil, let mark = spec.idMark { explicitIDs.append((task, mark)) }
       if !spec.after.isEmpty { afterRefs.append((task, spec.after)) }

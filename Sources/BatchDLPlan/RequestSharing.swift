@@ -179,6 +179,8 @@ extension PlanBuilder {
         file: FileAccess.resolve(spec.file, against: manifest.directory), line: Int(task.line), column: 1)
     case .metalink(let spec):
       return spec.mark
+    case .index(let spec):
+      return spec.mark
     }
   }
 }

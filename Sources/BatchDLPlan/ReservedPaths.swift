@@ -42,6 +42,14 @@ package struct ReservedPaths {
         insertName(FileAccess.name(of: absolute))
       }
     }
+    func checksumFiles(_ spec: ChecksumSpec?) {
+      guard let spec else { return }
+      for source in spec.files {
+        if !source.isURL { file(source.location) }
+        if let signature = source.signature, !source.signatureIsURL { file(signature) }
+      }
+      if let keyring = spec.keyring { file(keyring) }
+    }
     file(FileAccess.name(of: manifest.path))
     for session in manifest.sessions {
       for path in [session.tls.caFile, session.tls.clientCert, session.tls.clientKey, session.tls.pinnedPublicKey] {
@@ -53,8 +61,11 @@ package struct ReservedPaths {
         case .task: break
         case .list(let spec): file(spec.file)
         case .metalink(let spec): if !spec.isURL { file(spec.document) }
+        case .index: break
         }
+        checksumFiles(entry.checksums)
       }
+      checksumFiles(session.checksums)
     }
     folder(root + "/" + DefaultStateFolder.name, "batchdl's state folder")
     folder(stateFolder, "batchdl's state folder")

@@ -22,13 +22,17 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, CustomStringConve
   /// too large, wherever it comes from, and nothing of it is kept. Not `body-too-large`, which is
   /// a data task's body outgrowing what batchdl keeps in memory.
   case tooLarge
+  /// A download covered by `checksums:` whose file has no entry there (and no digest of its own).
+  case checksumMissing
+  /// The checksum file the download is checked with has a bad, missing or unknown-key signature.
+  case signature
 
   /// Every code without a number (`http-NNN` and `curl-N` excepted).
   public static let named: [FailureCode] = [
     .connect, .dns, .timeout, .network, .incomplete, .rangeMismatch, .resumeRestart, .badResponse, .tls,
     .tooManyRedirects, .protocol, .write, .read, .diskFull, .url, .cancelled, .internal, .bodyTooLarge,
     .unsafePath, .dependency, .policy, .checksumMismatch, .sizeMismatch, .state, .cacheMiss, .allSourcesFailed,
-    .descriptor, .conflict, .tooLarge,
+    .descriptor, .conflict, .checksumMissing, .signature, .tooLarge,
   ]
 
   public var rawValue: String {
@@ -64,6 +68,8 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, CustomStringConve
     case .descriptor: "descriptor"
     case .conflict: "conflict"
     case .tooLarge: "too-large"
+    case .checksumMissing: "checksum-missing"
+    case .signature: "signature"
     }
   }
 

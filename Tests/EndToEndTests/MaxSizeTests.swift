@@ -445,6 +445,32 @@ import Testing
     }
   }
 
+  /// A finished download whose `sha512:` pin changes runs again (the state records SHA-256s only).
+  @Test func aChangedSHA512PinRunsTheTaskAgain() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/f.bin", .file(.version(1, length: 50_000)))
+    func manifest(_ sha512: String) {
+      fixture.manifest(
+        """
+        version: 1
+        sessions:
+          s:
+            tasks:
+              - download: BASE/f.bin
+                sha512: \(sha512)
+        """)
+    }
+    manifest(Self.right)
+    #expect(try fixture.run().status == 0)
+    #expect(try fixture.run().status == 0)
+    #expect(fixture.server.requests(for: "/f.bin").count == 1, "unchanged: no request")
+    manifest(String(repeating: "cd", count: 64))
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1)
+    #expect(fixture.server.requests(for: "/f.bin").count == 2)
+    #expect((try fixture.tasks()["f.bin"]?["error"] as? [String: Any])?["code"] as? String == "checksum-mismatch")
+  }
+
   /// The engine judges each source by the SHA-512 as it does by a SHA-256: a mirror whose bytes
   /// fail it is set aside, and the next one's are placed.
   @Test func aSourceWhoseBytesFailTheSHA512IsSetAside() throws {

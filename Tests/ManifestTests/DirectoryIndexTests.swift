@@ -1,5 +1,6 @@
 import BatchDLSupport
 import Foundation
+import TestSupport
 import Testing
 
 @testable import BatchDLManifest

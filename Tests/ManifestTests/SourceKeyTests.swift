@@ -391,6 +391,10 @@ import Testing
           tasks:
             - metalnk: a.meta4
       """,
-      [Expected("5:9", "a task starts with one of data:, download:, upload: or list:", "did you mean 'metalink'?")])
+      [
+        Expected(
+          "5:9", "a task starts with one of data:, download:, upload:, list:, metalink: or index:",
+          "did you mean 'metalink'?")
+      ])
   }
 }

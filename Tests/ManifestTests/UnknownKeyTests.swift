@@ -167,7 +167,7 @@ import Testing
       """,
       [
         Expected(
-          "5:9", "a task starts with one of data:, download:, upload: or list:", "not 'dowload:'",
+          "5:9", "a task starts with one of data:, download:, upload:, list:, metalink: or index:", "not 'dowload:'",
           "did you mean 'download'?"),
         Expected("7:9", "unknown key 'colour' in a task"),
       ])
@@ -183,7 +183,11 @@ import Testing
             - fetch: https://example.org/a.bin
       """)
     expectMatch(
-      found, [Expected("5:9", "a task starts with one of data:, download:, upload: or list:", "not 'fetch:'")])
+      found,
+      [
+        Expected(
+          "5:9", "a task starts with one of data:, download:, upload:, list:, metalink: or index:", "not 'fetch:'")
+      ])
     #expect(!render(found).contains("did you mean"))
   }
 
@@ -200,7 +204,7 @@ import Testing
     expectMatch(
       found,
       [
-        Expected("5:9", "a task starts with one of data:, download:, upload: or list:"),
+        Expected("5:9", "a task starts with one of data:, download:, upload:, list:, metalink: or index:"),
         Expected("6:9", "unknown key 'fetch' in a task"),
       ])
     #expect(!render(found).contains("did you mean"))

@@ -78,7 +78,9 @@ public struct PlanListing {
       text += " "
       text += redactor.url(plan.url(of: request))
       text += "  ("
-      if let prior {
+      if let refusal = plan.refusedRequests[index] {
+        text += "fails before it is sent: \(refusal.code): " + redactor.text(refusal.message) + ", "
+      } else if let prior {
         let (action, reason) = prior.action(for: request, in: plan, refresh: refresh)
         switch action {
         case .send: text += "send: "
@@ -161,7 +163,13 @@ public struct PlanListing {
       text += "\"after\":["
       let after = request.dependencies.map { position[Int($0)] }.sorted()
       for (offset, value) in after.enumerated() { text += offset == 0 ? String(value) : "," + String(value) }
-      text += "],\"host\":"
+      text += "]"
+      if let refusal = plan.refusedRequests[index] {
+        text += ",\"fails\":{\"code\":\"\(refusal.code)\",\"message\":"
+        JSON.quote(redactor.text(refusal.message), into: &text)
+        text += "}"
+      }
+      text += ",\"host\":"
       JSON.quote(redactor.text(plan.hosts[Int(request.host)]), into: &text)
       text += ",\"key\":\"" + request.key.description + "\",\"method\":"
       JSON.quote(request.method, into: &text)

@@ -136,6 +136,7 @@ final class JobBuilder: TransferJobSource {
       }
     case .list(let list): entryHeaders = list.headers
     case .metalink(let metalink): entryHeaders = metalink.headers
+    case .index(let index): entryHeaders = index.headers
     }
     if !entryHeaders.isEmpty {
       setHeaders(plan.session(of: request).headers.merged(with: entryHeaders), of: &spec)
@@ -163,6 +164,8 @@ final class JobBuilder: TransferJobSource {
       // document's origin. Else with the URL the manifest (or its list or local document) gives.
       if case .metalink(let metalink) = plan.entry(of: tasks.firstTask), metalink.isURL {
         spec.headerOrigin = Origin(url: metalink.document) ?? .nowhere
+      } else if case .index(let index) = plan.entry(of: tasks.firstTask) {
+        spec.headerOrigin = Origin(url: index.url) ?? .nowhere
       } else {
         spec.headerOrigin = Origin(url: spec.url)
       }

@@ -16,11 +16,8 @@ public enum ManifestCheck {
     let (manifest, diagnostics) = ManifestLoader.read(path: path, environment: environment)
     guard let manifest else { throw ManifestError(diagnostics: diagnostics) }
     var descriptors: DescriptorSet?
-    let byURL = manifest.sessions.contains { session in
-      session.tasks.contains { if case .metalink(let spec) = $0 { spec.isURL } else { false } }
-    }
     // A manifest with errors is not planned: nothing is fetched for it.
-    if byURL && !diagnostics.contains(where: { $0.severity == .error }) {
+    if Descriptors.needed(by: manifest) && !diagnostics.contains(where: { $0.severity == .error }) {
       descriptors = Descriptors.prepare(manifest, state: StateFolder(option: state, manifest: manifest), mode: mode)
     }
     return try Planner().plan(

@@ -124,10 +124,8 @@ final class RunBookkeeper: TransferObserver {
     var jobOfRequest = [Int32](repeating: -1, count: plan.requests.count)
     for index in requests {
       let request = plan.requests[Int(index)]
-      if let message = blocked[index] {
-        for task in plan.tasks(of: request) {
-          record(failed(task, TransferFailure(code: .dependency, message: message)))
-        }
+      if let failure = blocked[index] {
+        for task in plan.tasks(of: request) { record(failed(task, failure)) }
         continue
       }
       let action: RequestAction
@@ -176,14 +174,20 @@ final class RunBookkeeper: TransferObserver {
   /// The requests of this run that must fail with `dependency` before anything is sent, and why:
   /// those waiting for an id a failed document may have listed (`Plan.unresolvedAfter`), and
   /// whatever waits for them.
-  func blockedRequests() -> [Int32: String] {
-    guard !plan.unresolvedAfter.isEmpty else { return [:] }
-    var blocked: [Int32: String] = [:]
+  func blockedRequests() -> [Int32: TransferFailure] {
+    guard !plan.unresolvedAfter.isEmpty || !plan.refusedRequests.isEmpty else { return [:] }
+    var blocked: [Int32: TransferFailure] = [:]
     for index in requests {
+      if let refusal = plan.refusedRequests[index] {
+        blocked[index] = TransferFailure(code: refusal.code, message: redactor.text(refusal.message))
+        continue
+      }
       guard let missing = plan.unresolvedAfter[index] else { continue }
-      blocked[index] = redactor.text(
-        "after: no task has the id '\(missing.id)', and the Metalink document \(missing.document), which may have listed it, failed"
-      )
+      blocked[index] = TransferFailure(
+        code: .dependency,
+        message: redactor.text(
+          "after: no task has the id '\(missing.id)', and the Metalink document \(missing.document), which may have listed it, failed"
+        ))
     }
     // Waiting is transitive: go round until no request joins (each round adds one at least).
     var changed = true
@@ -191,7 +195,7 @@ final class RunBookkeeper: TransferObserver {
       changed = false
       for index in requests where blocked[index] == nil {
         if plan.requests[Int(index)].dependencies.contains(where: { blocked[$0] != nil }) {
-          blocked[index] = "a task it comes after failed (dependency)"
+          blocked[index] = TransferFailure(code: .dependency, message: "a task it comes after failed (dependency)")
           changed = true
         }
       }

@@ -9,10 +9,10 @@
 ///
 /// every file and folder dated 2024-03-05 10:20:00 UTC, the servers' time zone UTC. Each string was
 /// checked against the capture, byte for byte, when this file was made.
-enum ListingFixtures {
+public enum ListingFixtures {
   /// nginx 1.22.1 (Debian 12) with `autoindex on;`:
   /// `http://127.0.0.1:18083/pub/`, `Content-Type: text/html`.
-  static let nginx = Fixture(
+  public static let nginx = Fixture(
     url: "http://127.0.0.1:18083/pub/", contentType: "text/html", crlf: true,
     body: #"""
       <html>
@@ -38,7 +38,7 @@ enum ListingFixtures {
 
   /// nginx 1.22.1 with `autoindex on; autoindex_exact_size off;` (the same folder):
   /// `http://127.0.0.1:18083/approx/`, `Content-Type: text/html`.
-  static let nginxApproximate = Fixture(
+  public static let nginxApproximate = Fixture(
     url: "http://127.0.0.1:18083/approx/", contentType: "text/html", crlf: true,
     body: #"""
       <html>
@@ -64,7 +64,7 @@ enum ListingFixtures {
 
   /// nginx 1.22.1, an empty folder:
   /// `http://127.0.0.1:18083/pub/empty/`, `Content-Type: text/html`.
-  static let nginxEmpty = Fixture(
+  public static let nginxEmpty = Fixture(
     url: "http://127.0.0.1:18083/pub/empty/", contentType: "text/html", crlf: true,
     body: #"""
       <html>
@@ -78,7 +78,7 @@ enum ListingFixtures {
 
   /// nginx 1.22.1 with `autoindex on; autoindex_format json;` (the same folder):
   /// `http://127.0.0.1:18083/json/`, `Content-Type: application/json`.
-  static let nginxJSON = Fixture(
+  public static let nginxJSON = Fixture(
     url: "http://127.0.0.1:18083/json/", contentType: "application/json", crlf: true,
     body: #"""
       [
@@ -99,7 +99,7 @@ enum ListingFixtures {
 
   /// Apache 2.4.71 (Debian 12) with Debian's autoindex.conf (`FancyIndexing VersionSort HTMLTable`):
   /// `http://127.0.0.1:18081/pub/`, `Content-Type: text/html;charset=UTF-8`.
-  static let apacheTable = Fixture(
+  public static let apacheTable = Fixture(
     url: "http://127.0.0.1:18081/pub/", contentType: "text/html;charset=UTF-8",
     body: #"""
       <!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01//EN" "http://www.w3.org/TR/html4/strict.dtd">
@@ -133,7 +133,7 @@ enum ListingFixtures {
 
   /// Apache 2.4.71 with `IndexOptions -HTMLTable` (FancyIndexing in a <pre>):
   /// `http://127.0.0.1:18081/fancy/`, `Content-Type: text/html;charset=UTF-8`.
-  static let apacheFancy = Fixture(
+  public static let apacheFancy = Fixture(
     url: "http://127.0.0.1:18081/fancy/", contentType: "text/html;charset=UTF-8",
     body: #"""
       <!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01//EN" "http://www.w3.org/TR/html4/strict.dtd">
@@ -163,7 +163,7 @@ enum ListingFixtures {
 
   /// Apache 2.4.71 with `IndexOptions Charset=UTF-8` only (no FancyIndexing: a list):
   /// `http://127.0.0.1:18081/pub/`, `Content-Type: text/html;charset=UTF-8`.
-  static let apachePlain = Fixture(
+  public static let apachePlain = Fixture(
     url: "http://127.0.0.1:18081/pub/", contentType: "text/html;charset=UTF-8",
     body: #"""
       <!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01//EN" "http://www.w3.org/TR/html4/strict.dtd">
@@ -193,7 +193,7 @@ enum ListingFixtures {
 
   /// Apache 2.4.71 with HTMLTable, the sub-folder:
   /// `http://127.0.0.1:18081/pub/sub%20folder/`, `Content-Type: text/html;charset=UTF-8`.
-  static let apacheSubFolder = Fixture(
+  public static let apacheSubFolder = Fixture(
     url: "http://127.0.0.1:18081/pub/sub%20folder/", contentType: "text/html;charset=UTF-8",
     body: #"""
       <!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01//EN" "http://www.w3.org/TR/html4/strict.dtd">
@@ -217,7 +217,7 @@ enum ListingFixtures {
 
   /// Apache 2.4.71 with HTMLTable, an empty folder:
   /// `http://127.0.0.1:18081/pub/empty/`, `Content-Type: text/html;charset=UTF-8`.
-  static let apacheEmpty = Fixture(
+  public static let apacheEmpty = Fixture(
     url: "http://127.0.0.1:18081/pub/empty/", contentType: "text/html;charset=UTF-8",
     body: #"""
       <!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01//EN" "http://www.w3.org/TR/html4/strict.dtd">
@@ -239,7 +239,7 @@ enum ListingFixtures {
 
   /// lighttpd 1.4.69 (Debian 12) with `dir-listing.activate = "enable"`:
   /// `http://127.0.0.1:18082/pub/`, `Content-Type: text/html;charset=utf-8`.
-  static let lighttpd = Fixture(
+  public static let lighttpd = Fixture(
     url: "http://127.0.0.1:18082/pub/", contentType: "text/html;charset=utf-8",
     body: #"""
       <!DOCTYPE html>
@@ -483,7 +483,7 @@ enum ListingFixtures {
 
   /// lighttpd 1.4.69, an empty folder:
   /// `http://127.0.0.1:18082/pub/empty/`, `Content-Type: text/html;charset=utf-8`.
-  static let lighttpdEmpty = Fixture(
+  public static let lighttpdEmpty = Fixture(
     url: "http://127.0.0.1:18082/pub/empty/", contentType: "text/html;charset=utf-8",
     body: #"""
       <!DOCTYPE html>
@@ -713,15 +713,15 @@ enum ListingFixtures {
 
       """#)
 
-  struct Fixture {
-    var url: String
-    var contentType: String
+  public struct Fixture: Sendable {
+    public var url: String
+    public var contentType: String
     /// nginx ends its lines with CRLF: the body is written here with LF (a string literal's line
     /// breaks), and `bytes` puts the CR back.
-    var crlf = false
-    var body: String
+    public var crlf = false
+    public var body: String
 
     /// The bytes as served.
-    var bytes: [UInt8] { Array((crlf ? body.replacingOccurrences(of: "\n", with: "\r\n") : body).utf8) }
+    public var bytes: [UInt8] { Array((crlf ? body.replacingOccurrences(of: "\n", with: "\r\n") : body).utf8) }
   }
 }

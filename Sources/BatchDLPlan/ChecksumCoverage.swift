@@ -1,0 +1,185 @@
+import BatchDLManifest
+import BatchDLSupport
+import BatchDLTransfer
+
+/// `checksums:`: which entry of which checksum file a download is checked with, or why it fails
+/// before it is sent; and the order in which a mirrored checksum file is placed.
+extension PlanBuilder {
+  /// What the checksum files covering a download say about it.
+  package enum ChecksumVerdict: Equatable {
+    /// Not covered (no `checksums:`, a digest of its own, a checksum file or signature itself, or
+    /// no copy of the file to read yet).
+    case none
+    /// Checked with this digest (the strongest the files give).
+    case digest(ExpectedDigest)
+    /// Fails before it is sent: `checksum-missing`, `signature` or `descriptor`.
+    case fail(DocumentFailure)
+  }
+
+  /// The verdict for a download of `url` at `relative` (its destination relative to the session's
+  /// `dest`) that `spec` covers (the entry's `checksums:`, else the session's). `ownDigest`: the
+  /// task gives `sha256:` or `sha512:` itself, which the checksum files then do not replace.
+  package mutating func checksumVerdict(
+    _ spec: ChecksumSpec?, url: NormalizedURL, relative: String, session: Session, sessionIndex: Int,
+    entryIndex: Int, ownDigest: Bool = false
+  ) -> ChecksumVerdict {
+    lastCoverage = []
+    guard let spec else { return .none }
+    for source in spec.files {
+      if let signature = source.signature, source.signatureIsURL { lastCoverage.append(documentKey(signature)) }
+    }
+    let documents = spec.files.map { source in
+      let key = checksumKey(source, keyring: spec.keyring, session: session, sessionIndex: sessionIndex)
+      return (key, descriptorSet?.checksums[key])
+    }
+    for (key, document) in documents {
+      if let document { record(document, key: key, session: sessionIndex, entry: entryIndex) }
+    }
+    // The checksum files and their signatures are not themselves checked.
+    if ownDigest || isDocument(url, of: spec) { return .none }
+    var matches: [ChecksumMatch] = []
+    for (_, document) in documents {
+      guard let document else { continue }
+      if let failure = document.failure { return .fail(failure) }
+      guard let file = document.file else { continue }
+      let path = document.url.map { ChecksumFile.relativePath(ofURL: url.text, checksumURL: $0) } ?? relative
+      let name: String
+      if let path, let last = path.split(separator: "/").last {
+        name = String(last)
+      } else {
+        name = String(decoding: Hex.percentDecoded(Array((url.fileName ?? "").utf8)), as: UTF8.self)
+      }
+      matches.append(file.match(path: path, fileName: name))
+      if let url = document.url { lastCoverage.append(documentKey(url)) }
+    }
+    guard let combined = ChecksumMatch.combine(matches) else { return .none }
+    if let digest = combined.digest { return .digest(digest) }
+    let covering = documents.compactMap(\.1?.display).joined(separator: ", ")
+    return .fail(
+      DocumentFailure(
+        code: .checksumMissing,
+        message: redactor.text(
+          "no usable entry in the checksum file\(documents.count == 1 ? "" : "s") \(covering): \(combined.message); add the file's sha256: to the task, or leave it out of checksums:"
+        )))
+  }
+
+  /// Applies `verdict` to the task just added (`task`, new when its index is `before`): the digest
+  /// becomes its expectation (with `size`), a failure its request's.
+  package mutating func apply(_ verdict: ChecksumVerdict, to task: Int32?, before: Int, size: Int64? = nil) {
+    guard let task else { return }
+    if verdict != .none {
+      let session = tasks[Int(task)].session
+      for document in lastCoverage {
+        coveredByDocument[session, default: [:]][document, default: []].append(tasks[Int(task)].request)
+      }
+    }
+    switch verdict {
+    case .none:
+      break
+    case .digest(let digest):
+      guard Int(task) == before else { return }
+      tasks[Int(task)].expectation = Int32(expectations.count)
+      expectations.append(TaskExpectation(size: size, digest: digest))
+    case .fail(let failure):
+      let request = tasks[Int(task)].request
+      if refusedRequests[request] == nil { refusedRequests[request] = failure }
+    }
+  }
+
+  /// The digest of a verdict that joins a download to others of the same content (SHA-256 only).
+  package func content(of verdict: ChecksumVerdict) -> String? {
+    if case .digest(let digest) = verdict, digest.algorithm == .sha256 { return digest.hex }
+    return nil
+  }
+
+  /// What a verdict adds to a request's identity: a digest other than SHA-256 (which the state
+  /// compares itself), so that a changed checksum entry fetches the file again.
+  package func identitySalt(of verdict: ChecksumVerdict) -> String? {
+    if case .digest(let digest) = verdict, digest.algorithm != .sha256 {
+      return "expected:\(digest.algorithm.rawValue):\(digest.hex)\n"
+    }
+    return nil
+  }
+
+  /// Whether `url` is one of `spec`'s checksum files or signatures given by URL.
+  private mutating func isDocument(_ url: NormalizedURL, of spec: ChecksumSpec) -> Bool {
+    for source in spec.files {
+      if source.isURL, documentKey(source.location) == url.text { return true }
+      if let signature = source.signature, source.signatureIsURL, documentKey(signature) == url.text { return true }
+    }
+    return false
+  }
+
+  /// A document's URL in normal form (as a task's), or the text itself when it is none; each
+  /// normalized once per plan (every covered task asks).
+  package mutating func documentKey(_ location: String) -> String {
+    if let known = documentKeys[location] { return known }
+    let key = (try? normalizer.normalize(location).get())?.text ?? location
+    documentKeys[location] = key
+    return key
+  }
+
+  /// `DescriptorSet.key(of:keyring:for:in:)`, made once per plan for each session and file.
+  private mutating func checksumKey(
+    _ source: ChecksumSource, keyring: String?, session: Session, sessionIndex: Int
+  ) -> String {
+    let memo = "\(sessionIndex)\n\(source.location)\n\(source.signature ?? "")\n\(keyring ?? "")"
+    if let known = checksumKeys[memo] { return known }
+    let key = DescriptorSet.key(of: source, keyring: keyring, for: session, in: manifest)
+    checksumKeys[memo] = key
+    return key
+  }
+
+  /// Lists a checksum file given by URL (and its signature) among the plan's descriptors, once.
+  private mutating func record(_ document: ChecksumDocument, key: String, session: Int, entry: Int) {
+    guard document.url != nil, recordedDocuments.insert(key).inserted else { return }
+    if let problem = document.problem, document.failure == nil {
+      diagnostics.warning(
+        manifest.sessions[session].tasks.indices.contains(entry)
+          ? manifest.sessions[session].tasks[entry].mark : manifest.sessions[session].mark,
+        "the checksum file \(document.display): \(problem)")
+    }
+    if document.outcome == .missing && document.failure == nil {
+      partial = true
+      diagnostics.warning(
+        manifest.sessions[session].mark,
+        "no stored copy of the checksum file \(document.display): the files it covers are not checked in this plan; 'batchdl plan' (without --offline) or 'batchdl run' fetches it"
+      )
+      return
+    }
+    if let signature = document.signature {
+      descriptors.append(
+        PlannedDescriptor(
+          session: Int32(session), entry: Int32(entry), url: signature.url, outcome: signature.outcome,
+          sha256: signature.sha256))
+    }
+    var planned = PlannedDescriptor(
+      session: Int32(session), entry: Int32(entry), url: document.display,
+      outcome: document.failure?.code == .descriptor ? .failed : document.outcome, sha256: document.sha256)
+    if let failure = document.failure {
+      planned.failure = failure.message
+      diagnostics.warning(
+        manifest.sessions[session].mark, failure.message + "; the files it covers fail with '\(failure.code)'")
+    }
+    descriptors.append(planned)
+  }
+
+  /// Publish order: a download whose URL is a document that covers other downloads of its
+  /// session (a checksum file, its signature, an index page) waits for all of them, so that it is
+  /// placed last; a mirrored checksum file must also be the very bytes the plan checked the others
+  /// with.
+  package mutating func orderPublishing() {
+    guard !coveredByDocument.isEmpty else { return }
+    for index in tasks.indices where tasks[index].kind == .download {
+      let task = tasks[index]
+      guard let covered = coveredByDocument[task.session], !covered.isEmpty else { continue }
+      let request = task.request
+      let url = text.string(requests[Int(request)].url)
+      guard let waited = covered[url] else { continue }
+      var dependencies = Set(requests[Int(request)].dependencies)
+      for other in waited where other != request && Int(other) < requests.count {
+        if dependencies.insert(other).inserted { requests[Int(request)].dependencies.append(other) }
+      }
+    }
+  }
+}
