@@ -314,6 +314,22 @@ import Testing
       outcome.stderr.contains("urls.txt:1:\(column): error: size:20000 is larger than max_size"), "\(outcome.stderr)")
   }
 
+  /// An `index:` entry's max_size holds for each listed file; the listings themselves and the
+  /// checksum file, read as descriptors, are not held to it.
+  @Test func anIndexEntrysMaxSizeHoldsForEachListedFile() throws {
+    let fixture = try RunFixture()
+    let nginx = try NginxServer(autoindex: [.init(location: "/release/", folder: "release")])
+    defer { nginx.stop() }
+    MirrorIndexTests.serve(MirrorIndexTests.tree, on: nginx)
+    MirrorIndexTests.manifest(fixture, nginx, extra: "        max_size: 12")
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    #expect(fixture.holds("out/release/a.txt", Array("alpha\n".utf8)))
+    #expect(fixture.holds("out/release/sub/b.txt", Array("bravo bravo\n".utf8)))
+    try expectNothingLeft(
+      fixture, outcome, id: "out/release/sub/deeper/c.txt", name: "out/release/sub/deeper/c.txt")
+  }
+
   /// Two tasks of one request: the transfer takes the larger limit, and the task with the smaller
   /// one fails alone.
   @Test func tasksSharingARequestAreEachHeldToTheirOwnMaxSize() throws {
