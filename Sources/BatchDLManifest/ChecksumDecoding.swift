@@ -6,7 +6,8 @@ extension ManifestDecoder {
   package static let checksumKeys = ["checksums", "signature", "keyring"]
   package static let checksumItemKeys = ["file", "signature"]
   package static let indexKeys =
-    ["index", "include", "exclude", "depth", "to", "headers", "priority", "after", "preserve_mtime"] + checksumKeys
+    ["index", "include", "exclude", "depth", "to", "headers", "priority", "after", "preserve_mtime", "max_size"]
+    + checksumKeys
   /// The deepest `depth:` of an `index:` entry.
   package static let maxIndexDepth = 32
 
@@ -147,6 +148,8 @@ extension ManifestDecoder {
             diagnostics.error(value.mark, "depth \(range), found \(depth)")
           }
         }
+      case "max_size":
+        spec.maxSize = maxSize(value)
       default:
         _ = folderEntryKey(key.scalar, value, into: &spec)
       }
@@ -160,6 +163,7 @@ extension ManifestDecoder {
     "kind": "an index lists downloads only",
     "method": "the files of an index are fetched with GET",
     "sha256": "use checksums: to check the files of an index",
+    "sha512": "use checksums: to check the files of an index",
     "size": "each file's size is checked against the server's length",
     "id": "each file's id is its destination",
     "mirrors": "an index's files come from the server that lists them",

@@ -15,7 +15,7 @@ package struct ManifestDecoder {
   package static let topKeys = ["version", "defaults", "sessions"]
   package static let settingKeys = [
     "kind", "dest", "timeouts", "retry", "cache", "network", "headers", "on_finished", "insecure", "mirrors", "tls",
-    "refresh", "preserve_mtime", "prune",
+    "refresh", "preserve_mtime", "prune", "max_size",
   ]
   package static let sessionKeys = settingKeys + ["identifier", "tasks"] + checksumKeys
   package static let timeoutKeys = ["request", "resource"]
@@ -33,17 +33,18 @@ package struct ManifestDecoder {
   package static let taskKeys =
     taskKindKeys + [
       "id", "to", "method", "headers", "body", "body_file", "from", "form", "sha256", "size", "priority", "after",
-      "become_download", "mirrors", "segments", "preserve_mtime",
+      "become_download", "mirrors", "segments", "preserve_mtime", "sha512", "max_size",
     ] + checksumKeys
   package static let listKeys =
-    ["list", "kind", "to", "method", "headers", "priority", "after", "preserve_mtime"] + checksumKeys
-  package static let metalinkKeys = ["metalink", "to", "headers", "priority", "after", "preserve_mtime"]
+    ["list", "kind", "to", "method", "headers", "priority", "after", "preserve_mtime", "max_size"] + checksumKeys
+  package static let metalinkKeys = ["metalink", "to", "headers", "priority", "after", "preserve_mtime", "max_size"]
   /// Keys of a download task that a Metalink document answers for each of its files.
   package static let metalinkAnswers = [
     "kind": "a Metalink document lists downloads only",
     "method": "the files of a Metalink document are fetched with GET",
     "mirrors": "each file's <url> elements are its sources",
     "sha256": "each file's <hash> elements are checked",
+    "sha512": "each file's <hash> elements are checked",
     "size": "each file's <size> is checked",
     "id": "each file's id is its destination",
   ]

@@ -94,6 +94,8 @@ public struct Session: Sendable {
   public var refresh = RefreshPolicy.never
   /// `preserve_mtime:`: a placed file takes its `Last-Modified` as its modification time.
   public var preserveMtime = true
+  /// `max_size:`: a response longer than this fails its tasks with `too-large`; nil: no limit.
+  public var maxSize: Int64? = nil
   /// `checksums:` (with `signature:` and `keyring:`) on the session: covers its downloads whose
   /// entry gives none of its own.
   public var checksums: ChecksumSpec?
@@ -215,6 +217,10 @@ public struct TaskSpec: Sendable {
   public var mirrors: [MirrorURL] = []
   /// `segments:` of a download; nil takes the session's `network.segments`.
   public var segments: Int?
+  /// `sha512:`, lower-case hex: the expected SHA-512, like `sha256` (one of the two at most).
+  public var sha512: String? = nil
+  /// `max_size:` of the task; nil: the session's.
+  public var maxSize: Int64? = nil
   /// The task's own `checksums:` (download tasks), in place of its session's.
   public var checksums: ChecksumSpec?
 }
@@ -250,6 +256,8 @@ public struct ListSpec: Sendable {
   public var after: [TaskReference]
   /// `preserve_mtime:` of the entry; nil: the session's.
   public var preserveMtime: Bool? = nil
+  /// `max_size:` of the entry's tasks; nil: the session's.
+  public var maxSize: Int64? = nil
   /// The entry's own `checksums:`, in place of its session's.
   public var checksums: ChecksumSpec?
 }
@@ -323,6 +331,8 @@ public struct IndexSpec: Sendable {
   public var after: [TaskReference] = []
   public var preserveMtime: Bool? = nil
   public var checksums: ChecksumSpec?
+  /// `max_size:` of the listed files; nil: the session's.
+  public var maxSize: Int64? = nil
 
   public init(mark: SourceMark, url: String, urlMark: SourceMark) {
     self.mark = mark
@@ -347,6 +357,8 @@ public struct MetalinkSpec: Sendable {
   public var after: [TaskReference]
   /// `preserve_mtime:` of the entry; nil: the session's.
   public var preserveMtime: Bool? = nil
+  /// `max_size:` of the entry's files; nil: the session's.
+  public var maxSize: Int64? = nil
 }
 
 public enum TaskEntry: Sendable {

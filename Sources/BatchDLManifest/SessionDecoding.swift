@@ -29,6 +29,7 @@ extension ManifestDecoder {
     package var refresh: RefreshPolicy?
     package var preserveMtime: Bool?
     package var prune: PruneSettings?
+    package var maxSize: Int64?
     package var segments: Int?
     package var minSegmentSize: Int64?
     package var mirrors: [MirrorRule]?
@@ -163,6 +164,8 @@ extension ManifestDecoder {
         result.preserveMtime = boolean(value, what: "preserve_mtime")
       case "prune":
         result.prune = prune(value)
+      case "max_size":
+        result.maxSize = maxSize(value)
       case "insecure":
         result.insecure = boolean(value, what: "insecure")
         if result.insecure == true {
@@ -248,7 +251,7 @@ extension ManifestDecoder {
     if let tasksNode = node["tasks"] {
       if case .sequence(let items) = tasksNode.content {
         for item in items {
-          if let entry = task(item, kind: kind) { tasks.append(entry) }
+          if let entry = task(item, kind: kind, limit: own.maxSize ?? defaults.maxSize) { tasks.append(entry) }
         }
         if items.isEmpty { diagnostics.warning(tasksNode.mark, "session '\(name)' has no tasks") }
       } else if tasksNode.isNull {
@@ -261,7 +264,7 @@ extension ManifestDecoder {
       diagnostics.error(key.mark, "session '\(name)' has no 'tasks:' list")
     }
 
-    return Session(
+    var session = Session(
       name: name, mark: key.mark, kind: kind, identifier: identifier, dest: dest,
       timeouts: Timeouts(
         request: own.request ?? defaults.request ?? .seconds(60),
@@ -279,6 +282,8 @@ extension ManifestDecoder {
       refresh: own.refresh ?? defaults.refresh ?? .never,
       preserveMtime: own.preserveMtime ?? defaults.preserveMtime ?? true, checksums: checksumSpec(node),
       prune: sessionPrune(own: own.prune, defaults: defaults.prune, kind: kind, kindUnknown: kindUnknown))
+    session.maxSize = own.maxSize ?? defaults.maxSize
+    return session
   }
 
   /// A session's `prune:`: its own, else the defaults'. An ephemeral session keeps no record of what

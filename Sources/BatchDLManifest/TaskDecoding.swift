@@ -4,7 +4,8 @@ import BatchDLSupport
 extension ManifestDecoder {
   /// The task, or nil when it has errors: those are reported here, and a task left out cannot draw
   /// follow-on reports from the planner (an empty URL, the same bad `to:` again).
-  package mutating func task(_ node: YAMLNode, kind sessionKind: SessionKind) -> TaskEntry? {
+  /// `limit`: the session's `max_size`, which a task's `size:` may not pass.
+  package mutating func task(_ node: YAMLNode, kind sessionKind: SessionKind, limit: Int64? = nil) -> TaskEntry? {
     let errorsBefore = diagnostics.errorCount
     guard let entries = mapping(node, what: "a task") else { return nil }
     let kindKeys = entries.filter { Self.taskKindKeys.contains($0.key.scalar ?? "") }
@@ -90,6 +91,10 @@ extension ManifestDecoder {
             diagnostics.error(value.mark, "sha256 must be 64 hexadecimal digits, found \(text.count) characters")
           }
         }
+      case "sha512":
+        spec.sha512 = sha512(value)
+      case "max_size":
+        spec.maxSize = maxSize(value)
       case "size":
         spec.size = size(value, what: "size")
       case "priority":
@@ -154,6 +159,12 @@ extension ManifestDecoder {
         diagnostics.error(
           mark, "sha256 and size check a downloaded file; an upload writes none (use them on a download task)")
       }
+      for key in ["sha512", "max_size"] {
+        if let value = node[key] {
+          diagnostics.error(
+            value.mark, "\(key) applies to the response of a data or download task; an upload writes no file")
+        }
+      }
     case .data, .download:
       for key in ["from", "form"] {
         if let value = node[key] {
@@ -165,6 +176,7 @@ extension ManifestDecoder {
         diagnostics.error(mark, "give 'body:' or 'body_file:', not both")
       }
       spec.method = method ?? (spec.body != nil || spec.bodyFile != nil ? "POST" : "GET")
+      checkExpectations(spec, node, sessionMaxSize: limit)
     }
     return diagnostics.errorCount > errorsBefore ? nil : .task(spec)
   }
@@ -197,6 +209,8 @@ extension ManifestDecoder {
         }
       case "method":
         spec.method = method(value) ?? "GET"
+      case "max_size":
+        spec.maxSize = maxSize(value)
       default:
         _ = folderEntryKey(key.scalar, value, into: &spec)
       }
@@ -258,8 +272,54 @@ extension ManifestDecoder {
     var spec = MetalinkSpec(
       mark: node.mark, document: document, documentMark: kindEntry.value.mark, isURL: isURL, to: nil, toMark: nil,
       headers: [], priority: .normal, after: [])
-    for (key, value) in entries { _ = folderEntryKey(key.scalar, value, into: &spec) }
+    for (key, value) in entries {
+      if key.scalar == "max_size" {
+        spec.maxSize = maxSize(value)
+      } else {
+        _ = folderEntryKey(key.scalar, value, into: &spec)
+      }
+    }
     return .metalink(spec)
+  }
+
+  /// `max_size`: a size of at least one byte.
+  package mutating func maxSize(_ node: YAMLNode) -> Int64? {
+    guard let limit = size(node, what: "max_size") else { return nil }
+    guard limit > 0 else {
+      diagnostics.error(node.mark, "max_size must be at least 1 byte (it fails every response longer than it)")
+      return nil
+    }
+    return limit
+  }
+
+  /// `sha512`: 128 hexadecimal digits, lower-cased.
+  package mutating func sha512(_ node: YAMLNode) -> String? {
+    guard let text = string(node, what: "sha512") else { return nil }
+    switch ExpectedDigest.parse(text, algorithm: .sha512) {
+    case .success(let digest): return digest.hex
+    case .failure:
+      if let bad = text.first(where: { !$0.isHexDigit }) {
+        diagnostics.error(node.mark, "sha512 must be 128 hexadecimal digits (0-9, a-f), found '\(bad)'")
+      } else {
+        diagnostics.error(node.mark, "sha512 must be 128 hexadecimal digits, found \(text.count) characters")
+      }
+      return nil
+    }
+  }
+
+  /// A data or download task's expectations agree with each other: one digest at most, and a
+  /// `size:` within the `max_size` that applies (the task's, else its session's).
+  private mutating func checkExpectations(_ spec: TaskSpec, _ node: YAMLNode, sessionMaxSize: Int64?) {
+    if spec.sha256 != nil, spec.sha512 != nil, let mark = node["sha512"]?.mark {
+      diagnostics.error(mark, "give sha256: or sha512:, not both (either one checks the whole file)")
+    }
+    if let size = spec.size, let limit = spec.maxSize ?? sessionMaxSize, size > limit, let mark = node["size"]?.mark {
+      let whose = spec.maxSize != nil ? "the task's" : "the session's"
+      diagnostics.error(
+        mark,
+        "size \(size) is larger than \(whose) max_size (\(ByteSize.format(limit)), \(limit) bytes): the task could only fail with too-large"
+      )
+    }
   }
 
   /// `segments` (`network.segments` or a task's): from 1 to `Limits.segments`.

@@ -149,6 +149,16 @@ extension PlanBuilder {
       }
       to = columns.to
       expectation = columns.expectation
+      if let size = expectation.size, let limit = maxSize(of: context), size > limit {
+        lineHadProblem = true
+        if report {
+          diagnostics.error(
+            SourceMark(file: file, line: line, column: second + 1 - bom),
+            "size:\(size) is larger than max_size (\(ByteSize.format(limit)), \(limit) bytes): the task could only fail with too-large"
+          )
+        }
+        return
+      }
     }
     let toMark = to == nil ? mark : SourceMark(file: file, line: line, column: second + 1 - bom)
     // An absolute second column stays absolute (and is rejected) rather than landing under `to:`;
@@ -285,5 +295,18 @@ extension PlanBuilder {
       }
     }
     return (to, expectation)
+  }
+}
+
+extension PlanBuilder {
+  /// The `max_size` of the tasks of an entry: its own, else its session's.
+  package func maxSize(of context: EntryContext) -> Int64? {
+    let session = manifest.sessions[Int(context.session)]
+    switch session.tasks[Int(context.entry)] {
+    case .task(let spec): return spec.maxSize ?? session.maxSize
+    case .list(let spec): return spec.maxSize ?? session.maxSize
+    case .metalink(let spec): return spec.maxSize ?? session.maxSize
+    case .index(let spec): return spec.maxSize ?? session.maxSize
+    }
   }
 }

@@ -98,6 +98,14 @@ extension PlanBuilder {
         refuse(file.name, of: spec, session: sessionIndex, entry: entryIndex, at: file.mark, code: .conflict, message)
         continue
       }
+      if let size = file.size, let limit = spec.maxSize ?? session.maxSize, size > limit {
+        // Nothing is fetched of a file whose document says it is too large.
+        let message =
+          "file '\(ShownText.escaped(file.name, limit: 200))' is left out: its <size> \(size) is larger than max_size (\(ByteSize.format(limit)), \(limit) bytes)"
+        diagnostics.warning(file.mark, message)
+        refuse(file.name, of: spec, session: sessionIndex, entry: entryIndex, at: file.mark, code: .tooLarge, message)
+        continue
+      }
       let warned = diagnostics.items.count
       guard
         let destination = resolveDestination(

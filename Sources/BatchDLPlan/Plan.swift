@@ -186,9 +186,35 @@ public struct Plan: Sendable {
   /// `sha256:`, or its Metalink `<size>` and `<hash>`. Nil when nothing is expected.
   public func expectation(of task: PlannedTask) -> TaskExpectation? {
     if task.expectation >= 0 { return expectations[Int(task.expectation)] }
-    guard case .task(let spec) = entry(of: task), spec.size != nil || spec.sha256 != nil else { return nil }
-    return TaskExpectation(
-      size: spec.size, digest: spec.sha256.map { ExpectedDigest(algorithm: .sha256, hex: $0.lowercased()) })
+    guard case .task(let spec) = entry(of: task), spec.size != nil || spec.sha256 != nil || spec.sha512 != nil
+    else { return nil }
+    let digest =
+      spec.sha256.map { ExpectedDigest(algorithm: .sha256, hex: $0.lowercased()) }
+      ?? spec.sha512.map { ExpectedDigest(algorithm: .sha512, hex: $0.lowercased()) }
+    return TaskExpectation(size: spec.size, digest: digest)
+  }
+
+  /// The `max_size` a task's response may not pass: the entry's, else its session's; nil for none.
+  public func maxSize(of task: PlannedTask) -> Int64? {
+    let own: Int64?
+    switch entry(of: task) {
+    case .task(let spec): own = spec.maxSize
+    case .list(let spec): own = spec.maxSize
+    case .metalink(let spec): own = spec.maxSize
+    case .index(let spec): own = spec.maxSize
+    }
+    return own ?? manifest.sessions[Int(task.session)].maxSize
+  }
+
+  /// The `max_size` a request's transfer keeps to: the largest of its tasks' (each task is held to
+  /// its own when the body is placed); nil when one of them has none.
+  public func maxSize(of request: PlannedRequest) -> Int64? {
+    var largest: Int64 = 0
+    for task in tasks(of: request) {
+      guard let limit = maxSize(of: task) else { return nil }
+      largest = max(largest, limit)
+    }
+    return largest
   }
 
   /// The tasks sharing `request`, in manifest order: a walk along the plan's chain of them, not

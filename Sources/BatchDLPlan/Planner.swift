@@ -214,8 +214,13 @@ extension PlanBuilder {
     if spec.kind == .download, destination != nil {
       verdict = checksumVerdict(
         spec.checksums ?? session.checksums, url: normalized, relative: lastRelative, session: session,
-        sessionIndex: sessionIndex, entryIndex: entryIndex, ownDigest: spec.sha256 != nil)
+        sessionIndex: sessionIndex, entryIndex: entryIndex, ownDigest: spec.sha256 != nil || spec.sha512 != nil)
       if let salt = identitySalt(of: verdict) { salted.prefix.update(data: Array(salt.utf8)) }
+    }
+    if let sha512 = spec.sha512 {
+      // The state records a file's SHA-256 alone: a changed `sha512:` pin is a request of its own,
+      // so that the task runs again (as a checksum file's SHA-512 does).
+      salted.prefix.update(data: Array("expected:sha-512:\(sha512)\n".utf8))
     }
     let before = tasks.count
     let task = add(

@@ -119,8 +119,3 @@ extension BodyCheck {
     return TransferFailure(code: failure.code, message: failure.message, attempts: result.attempts)
   }
 }
-
-extension TransferSpec {
-  /// `expectedSHA256` as a digest to check.
-  package var expectedDigest: ExpectedDigest? { expectedSHA256.map { ExpectedDigest(algorithm: .sha256, hex: $0) } }
-}

@@ -1,3 +1,5 @@
+import BatchDLSupport
+
 /// The one place that decides whether a response body is the representation that was asked for.
 ///
 /// Every transfer asks it twice: when the response head is complete, whether the body may be
@@ -6,6 +8,11 @@
 /// `Content-Length`, the bytes received and the total that a checkpoint recorded. A `206` is only
 /// taken as the answer to the range that was sent, or when it covers the whole representation
 /// (`bytes 0-(N-1)/N`); a file is only complete when its length is the representation's total.
+///
+/// It also holds the task's `max_size`: a representation declared longer (`Content-Length`, a
+/// `Content-Range` total or end, a recorded total) is refused at its head, and a body that streams
+/// past it (chunked, no length, or a server that sends more than it said) is stopped at the byte
+/// that would cross it (`overflow`). Both fail with `too-large`, which keeps nothing.
 package struct BodyGate: Sendable, Equatable {
   /// The range a request sent: `Range: bytes=start-` or `bytes=start-end` (`end` inclusive).
   package struct Asked: Sendable, Equatable {
@@ -61,11 +68,52 @@ package struct BodyGate: Sendable, Equatable {
   package var isHead = false
   /// Whether libcurl decodes a `Content-Encoding`, so that `Content-Length` counts other bytes.
   package var decodes = false
+  /// `max_size`: the longest representation the task takes, in bytes; nil for no limit.
+  package var maxSize: Int64?
+
+  /// Whether a body at `position` (its bytes so far, from byte 0 of the representation, kept ones
+  /// included) may take `count` more: nil when it may, else the `too-large` failure.
+  package func overflow(at position: Int64, adding count: Int) -> TransferFailure? {
+    guard let maxSize, position + Int64(count) > maxSize else { return nil }
+    return tooLarge("the response passed \(position + Int64(count)) bytes as it streamed")
+  }
+
+  /// The `too-large` failure: `what` the response said or did, against `max_size`.
+  package func tooLarge(_ what: String) -> TransferFailure {
+    TransferFailure(
+      code: .tooLarge,
+      message:
+        "\(what), more than max_size (\(ByteSize.format(maxSize ?? 0)), \(maxSize ?? 0) bytes); nothing was kept")
+  }
+
+  /// The admission, unless the representation it describes is longer than `maxSize`.
+  private func limited(_ admission: Admission) -> Result<Admission, TransferFailure> {
+    // A HEAD's length is the representation's, but no body of it comes.
+    guard let maxSize, !isHead else { return .success(admission) }
+    switch admission {
+    case .whole(let length?) where length > maxSize:
+      return .failure(tooLarge("the response declares \(length) bytes (Content-Length)"))
+    case .range(_, let end, let total):
+      if let total, total > maxSize {
+        return .failure(tooLarge("the file is \(total) bytes (Content-Range)"))
+      }
+      if end >= maxSize { return .failure(tooLarge("the response's range ends at byte \(end) (Content-Range)")) }
+    case .alreadyComplete(let total) where total > maxSize:
+      return .failure(tooLarge("the file is \(total) bytes (as recorded)"))
+    default:
+      break
+    }
+    return .success(admission)
+  }
 
   /// Whether the response head allows its body to be written, and as what. A failure with code
   /// `resume-restart` means the range cannot continue the partial file (start over without
   /// `Range`); `range-mismatch` means the server answered with bytes the request did not ask for.
   package func admit(_ head: ResponseHead) -> Result<Admission, TransferFailure> {
+    admitHead(head).flatMap(limited)
+  }
+
+  private func admitHead(_ head: ResponseHead) -> Result<Admission, TransferFailure> {
     switch head.status {
     case 304 where conditional:
       return .success(.notModified)

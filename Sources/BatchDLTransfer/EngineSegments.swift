@@ -327,7 +327,8 @@ extension Engine {
     }
     download.syncNow()
     let extents = download.syncedExtents
-    observer?.transferCheckpoints([checkpoint(job, download, extents: extents)])
+    // A file past `max_size` keeps no checkpoint: the run removes its partial file.
+    if !failure.code.discardsPartial { observer?.transferCheckpoints([checkpoint(job, download, extents: extents)]) }
     let kept = TransferSpec.Resume(offset: download.syncedPrefix, validator: download.validator, total: download.total)
     perform(
       self.built(job).life.segmentsFailed(

@@ -18,6 +18,10 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, CustomStringConve
   case descriptor
   /// A document's file whose destination another task writes, or needs as a folder.
   case conflict
+  /// The response is longer than the task's `max_size` (declared, or as it streamed): the file is
+  /// too large, wherever it comes from, and nothing of it is kept. Not `body-too-large`, which is
+  /// a data task's body outgrowing what batchdl keeps in memory.
+  case tooLarge
   /// A download covered by `checksums:` whose file has no entry there (and no digest of its own).
   case checksumMissing
   /// The checksum file the download is checked with has a bad, missing or unknown-key signature.
@@ -28,7 +32,7 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, CustomStringConve
     .connect, .dns, .timeout, .network, .incomplete, .rangeMismatch, .resumeRestart, .badResponse, .tls,
     .tooManyRedirects, .protocol, .write, .read, .diskFull, .url, .cancelled, .internal, .bodyTooLarge,
     .unsafePath, .dependency, .policy, .checksumMismatch, .sizeMismatch, .state, .cacheMiss, .allSourcesFailed,
-    .descriptor, .conflict, .checksumMissing, .signature,
+    .descriptor, .conflict, .checksumMissing, .signature, .tooLarge,
   ]
 
   public var rawValue: String {
@@ -63,6 +67,7 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, CustomStringConve
     case .allSourcesFailed: "all-sources-failed"
     case .descriptor: "descriptor"
     case .conflict: "conflict"
+    case .tooLarge: "too-large"
     case .checksumMissing: "checksum-missing"
     case .signature: "signature"
     }
@@ -82,6 +87,10 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, CustomStringConve
   }
 
   public var description: String { rawValue }
+
+  /// Whether a task that failed with this code leaves nothing behind: no partial file, no
+  /// checkpoint for a later run to continue (a file past `max_size` is not wanted in part either).
+  package var discardsPartial: Bool { self == .tooLarge }
 
   /// The number after `prefix`, only when writing it back gives `text` again (no `http-007`).
   private static func numbered(_ text: String, prefix: String) -> Int? {

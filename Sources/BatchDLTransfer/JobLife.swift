@@ -343,8 +343,9 @@ package struct JobLife {
       }
       failure = list.allFailed(attempts: attempts)
     }
-    // The task failed for good: what this attempt wrote stays for the next run to continue.
-    if end.wroteFile, end.resumePoint != nil { actions.append(.keepPartial) }
+    // The task failed for good: what this attempt wrote stays for the next run to continue, unless
+    // the failure wants none of it (`too-large`).
+    if end.wroteFile, end.resumePoint != nil, !failure.code.discardsPartial { actions.append(.keepPartial) }
     actions.append(.complete(.failure(failure)))
     return actions
   }

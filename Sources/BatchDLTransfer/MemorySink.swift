@@ -34,7 +34,11 @@ package final class MemorySink: BodySink {
   }
 
   package func write(_ chunk: UnsafeRawBufferPointer) -> Bool {
-    if let spilled { return spilled.write(chunk) }
+    if let spilled {
+      // `count` goes on counting the whole body (the gate's `max_size` reads it).
+      count += Int64(chunk.count)
+      return spilled.write(chunk)
+    }
     count += Int64(chunk.count)
     if let largerThan = spill?.largerThan, count > largerThan {
       bytes.append(contentsOf: chunk)

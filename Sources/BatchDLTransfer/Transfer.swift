@@ -50,7 +50,8 @@ package final class Transfer {
     gate = BodyGate(
       asked: spec.resume.map { BodyGate.Asked(start: $0.offset, end: spec.rangeEnd, total: $0.total) },
       ifRange: spec.resume?.validator.ifRange,
-      conditional: spec.conditional != nil, isHead: spec.method.uppercased() == "HEAD", decodes: spec.decodeContent)
+      conditional: spec.conditional != nil, isHead: spec.method.uppercased() == "HEAD", decodes: spec.decodeContent,
+      maxSize: spec.maxSize)
     self.easy = easy
     try configure(timeout: timeout)
   }
@@ -319,6 +320,11 @@ package final class Transfer {
         reachedEnd = true
         bytes = UnsafeRawBufferPointer(rebasing: bytes[0..<Int(room)])
       }
+    }
+    if let sink, let failure = gate.overflow(at: sink.count, adding: bytes.count) {
+      // Past `max_size`: the transfer stops before these bytes are written.
+      callbackFailure = failure
+      return 0
     }
     guard let sink, sink.write(bytes) else {
       callbackFailure = callbackFailure ?? self.sink?.failure

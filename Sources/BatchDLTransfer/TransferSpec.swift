@@ -138,7 +138,15 @@ public struct TransferSpec: Sendable {
   /// What the body must be (`size:`, `sha256:` of a download with mirrors): a source whose bytes
   /// disagree is set aside.
   public var expectedSize: Int64?
-  public var expectedSHA256: String?
+  /// The whole file's expected digest (`sha256:`, `sha512:`, a Metalink or checksum-file hash).
+  public var expectedDigest: ExpectedDigest?
+  /// `expectedDigest` when it is a SHA-256.
+  public var expectedSHA256: String? {
+    get { expectedDigest?.algorithm == .sha256 ? expectedDigest?.hex : nil }
+    set { expectedDigest = newValue.map { ExpectedDigest(algorithm: .sha256, hex: $0) } }
+  }
+  /// `max_size`: a response whose representation is longer fails with `too-large` (`BodyGate`).
+  public var maxSize: Int64?
   /// Piece digests (a Metalink `<pieces>`): a file whose whole digest fails, or that has none, is
   /// checked piece by piece, and only the pieces that fail are fetched again.
   public var pieces: PieceDigests?

@@ -375,3 +375,54 @@ import Testing
     #expect(plan.warnings.first?.mark.line == 6)
   }
 }
+
+/// `max_size` and `sha512`, as the decoder reads them.
+@Suite struct MaxSizeManifestTests {
+  @Test func maxSizeIsASizeInheritedFromDefaultsAndKeptByEachEntry() throws {
+    let manifest = try load(
+      """
+      version: 1
+      defaults:
+        max_size: 1GB
+      sessions:
+        a:
+          tasks:
+            - download: https://example.org/a
+              max_size: 10MB
+            - list: urls.txt
+              max_size: 2KB
+            - metalink: doc.meta4
+              max_size: 3KB
+        b:
+          max_size: 5MB
+          tasks: [{download: https://example.org/b}]
+      """)
+    let a = try #require(manifest.session("a"))
+    #expect(a.maxSize == 1 << 30)
+    #expect(manifest.session("b")?.maxSize == 5 << 20)
+    if case .task(let task) = a.tasks[0] { #expect(task.maxSize == 10 << 20) } else { Issue.record("a task") }
+    if case .list(let list) = a.tasks[1] { #expect(list.maxSize == 2 << 10) } else { Issue.record("a list") }
+    if case .metalink(let doc) = a.tasks[2] { #expect(doc.maxSize == 3 << 10) } else { Issue.record("a metalink") }
+    #expect(try load(minimal).session("main")?.maxSize == nil)
+    expectProblems(minimal(adding: "max_size: lots"), [Expected("6:15", "bad size 'lots' for max_size")])
+  }
+
+  @Test func sha512IsKeptLowerCased() throws {
+    let hex = String(repeating: "AB", count: 64)
+    let manifest = try load(
+      """
+      version: 1
+      sessions:
+        a:
+          tasks:
+            - download: https://example.org/a
+              sha512: \(hex)
+      """)
+    guard case .task(let task) = manifest.session("a")?.tasks.first else {
+      Issue.record("a task")
+      return
+    }
+    #expect(task.sha512 == hex.lowercased())
+    #expect(task.sha256 == nil)
+  }
+}

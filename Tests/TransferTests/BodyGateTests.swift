@@ -228,6 +228,73 @@ import Testing
     #expect(Self.segment.verify(.range(start: 100, end: 149, total: 1000), received: 50)?.code.rawValue == "incomplete")
   }
 
+  // MARK: - max_size
+
+  static let capped = BodyGate(maxSize: 1000)
+  static let cappedResume = BodyGate(asked: .init(start: 600, end: nil, total: nil), maxSize: 1000)
+
+  static let maxSizeRows: [Row] = [
+    Row(
+      name: "a declared length within max_size", gate: capped, status: 200, fields: [("content-length", "1000")],
+      expected: .success(.whole(length: 1000))),
+    Row(
+      name: "a declared length past max_size", gate: capped, status: 200, fields: [("content-length", "1001")],
+      expected: .failure(.init("too-large"))),
+    Row(
+      name: "no length: judged as it streams", gate: capped, status: 200, fields: [],
+      expected: .success(.whole(length: nil))),
+    Row(
+      name: "a whole-file 206 past max_size", gate: capped, status: 206,
+      fields: [("content-range", "bytes 0-1999/2000")], expected: .failure(.init("too-large"))),
+    Row(
+      name: "a resumed file whose total passes max_size", gate: cappedResume, status: 206,
+      fields: [("content-range", "bytes 600-1499/1500")], expected: .failure(.init("too-large"))),
+    Row(
+      name: "a resumed file without a total whose range passes max_size", gate: cappedResume, status: 206,
+      fields: [("content-range", "bytes 600-1199/*")], expected: .failure(.init("too-large"))),
+    Row(
+      name: "a resumed file within max_size", gate: cappedResume, status: 206,
+      fields: [("content-range", "bytes 600-999/1000")], expected: .success(.range(start: 600, end: 999, total: 1000))),
+    Row(
+      name: "a recorded total past max_size, answered 416",
+      gate: BodyGate(asked: .init(start: 1500, end: nil, total: 1500), maxSize: 1000), status: 416, fields: [],
+      expected: .failure(.init("too-large"))),
+    Row(
+      name: "an error page is not judged by max_size", gate: capped, status: 404, fields: [("content-length", "5000")],
+      expected: .success(.error)),
+    Row(
+      name: "a HEAD's length is not a body", gate: BodyGate(isHead: true, maxSize: 1000), status: 200,
+      fields: [("content-length", "5000")], expected: .success(.whole(length: 5000))),
+    Row(
+      name: "a 304 is not judged by max_size", gate: BodyGate(conditional: true, maxSize: 1000), status: 304,
+      fields: [("content-length", "5000")], expected: .success(.notModified)),
+  ]
+
+  @Test(arguments: maxSizeRows) func admitsWithinMaxSize(_ row: Row) {
+    admits(row)
+  }
+
+  @Test func aBodyThatStreamsPastMaxSizeStopsAtTheByteThatCrossesIt() {
+    #expect(Self.capped.overflow(at: 0, adding: 1000) == nil)
+    #expect(Self.capped.overflow(at: 999, adding: 1) == nil)
+    let failure = Self.capped.overflow(at: 1000, adding: 1)
+    #expect(failure?.code == .tooLarge)
+    #expect(failure?.message.contains("max_size") == true, "\(failure?.message ?? "")")
+    #expect(failure?.message.contains("nothing was kept") == true)
+    // Kept bytes of a resumed file count: the position is in the whole representation.
+    #expect(Self.capped.overflow(at: 900, adding: 101)?.code == .tooLarge)
+    // Without max_size nothing is too large.
+    #expect(Self.whole.overflow(at: 1 << 40, adding: 1 << 20) == nil)
+  }
+
+  @Test func tooLargeKeepsNothingAndIsNotTriedAgain() {
+    let failure = Self.capped.tooLarge("the response declares 2000 bytes")
+    #expect(failure.code.discardsPartial)
+    #expect(!FailureClassifier.isRetryable(failure))
+    #expect(!FailureClassifier.isSourceFailure(failure))
+    #expect(!FailureCode.bodyTooLarge.discardsPartial && !FailureCode.checksumMismatch.discardsPartial)
+  }
+
   @Test func aDecodedBodyIsNotHeldToItsEncodedLength() {
     let gate = BodyGate(decodes: true)
     let admitted = gate.admit(head(200, [("content-length", "10"), ("content-encoding", "gzip")]))

@@ -170,6 +170,12 @@ import Testing
       name: "a failure of the task's own does not move to a mirror", mirrors: ["https://b.test/f"],
       failure: failure(.write), expected: ["complete write attempts=0"]),
     Ending(
+      name: "too large: no retry, no partial kept for the next run", failure: failure(.tooLarge),
+      resume: etagResume, wroteFile: true, expected: ["complete too-large attempts=0"]),
+    Ending(
+      name: "too large is the file's, not the source's: no mirror is asked", mirrors: ["https://b.test/f"],
+      failure: failure(.tooLarge), resume: etagResume, wroteFile: true, expected: ["complete too-large attempts=0"]),
+    Ending(
       name: "a cancelled run ends the job as it is", mirrors: ["https://b.test/f"], failure: failure(.cancelled),
       cancelled: true, expected: ["complete cancelled attempts=0"]),
   ]
@@ -386,6 +392,12 @@ import Testing
         $0.hasOtherSource = true
         $0.failure = failure(.http(403), status: 403)
       }, expected: .dropSource(failure(.http(403), status: 403))),
+    PieceCase(
+      name: "a piece of a file past max_size fails the download",
+      end: piece {
+        $0.failure = failure(.tooLarge)
+        $0.hasOtherSource = true
+      }, expected: .fail(TransferFailure(code: .tooLarge, message: "too-large", attempts: 1))),
     PieceCase(
       name: "a 503 with tries left waits the backoff",
       end: piece { $0.failure = failure(.http(503), status: 503) },

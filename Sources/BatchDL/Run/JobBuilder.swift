@@ -171,6 +171,9 @@ final class JobBuilder: TransferJobSource {
       }
     }
     spec.target = target
+    // The transfer stops at the largest `max_size` of its tasks; each task is held to its own when
+    // the body is placed.
+    spec.maxSize = plan.maxSize(of: request)
     spec.hostKey = plan.hosts[Int(request.host)]
     spec.decodeContent = tasks.allSatisfy { $0.kind == .data }
     if !request.mirrors.isEmpty {
@@ -192,7 +195,7 @@ final class JobBuilder: TransferJobSource {
       // sources then, and each task's own size fails only that task.
       let sizes = Set(plan.tasks(of: request).map { plan.expectation(of: $0)?.size })
       spec.expectedSize = sizes.count == 1 ? expected.size : nil
-      spec.expectedSHA256 = expected.sha256
+      spec.expectedDigest = expected.digest
       spec.pieces = expected.pieces.map {
         PieceDigests(length: $0.length, algorithm: $0.algorithm, hashes: $0.hashes)
       }
@@ -203,7 +206,7 @@ final class JobBuilder: TransferJobSource {
         // A file joined from segments is checked against what the task expects, and fetched
         // again as one stream when it fails.
         spec.expectedSize = task.size
-        spec.expectedSHA256 = task.sha256
+        spec.expectedDigest = plan.expectation(of: owner)?.digest
       }
     }
     return spec

@@ -101,10 +101,22 @@ extension RunBookkeeper {
     return Int64(date.timeIntervalSince1970.rounded(.down))
   }
 
-  /// Why a task's expectations (`size:`, its digest) fail a complete body; its pieces were the
+  /// Why a task's expectations (`max_size`, `size:`, its digest) fail a complete body; its pieces were the
   /// engine's to check, by the same rule.
   private func expectationProblem(_ task: PlannedTask, _ result: TransferResult) -> TransferFailure? {
+    // A request shared with a task of a larger max_size: the body came whole, but not for this one.
+    if let failure = tooLarge(task, size: result.size, attempts: result.attempts) { return failure }
     guard let expected = plan.expectation(of: task) else { return nil }
     return BodyCheck(size: expected.size, digest: expected.digest).failure(of: result, by: .placement)
+  }
+
+  /// `too-large` when a complete body of `size` bytes is longer than the task's `max_size`.
+  func tooLarge(_ task: PlannedTask, size: Int64, attempts: Int) -> TransferFailure? {
+    guard let limit = plan.maxSize(of: task), size > limit else { return nil }
+    return TransferFailure(
+      code: .tooLarge,
+      message:
+        "the response is \(size) bytes, more than max_size (\(ByteSize.format(limit)), \(limit) bytes); nothing was written to 'to'",
+      attempts: attempts)
   }
 }

@@ -19,6 +19,11 @@ extension RunBookkeeper {
       result.sha256 = sha256
       result.attempts = attempts
       result.source = source
+      // A body stored before the manifest lowered max_size is held to it all the same.
+      if let failure = tooLarge(task, size: Int64(cached.body.count), attempts: attempts) {
+        record(failed(task, failure, status: cached.status))
+        continue
+      }
       if let destination = plan.destination(of: task) {
         do {
           let path = plan.absolute(destination)

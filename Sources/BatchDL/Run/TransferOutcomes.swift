@@ -115,8 +115,12 @@ extension RunBookkeeper {
         recorder.remember(task, result, request: request, head: nil)
       }
       recorder.spent(spent, attempts: failure.attempts, on: request)
-      // Keep the partial file only while a checkpoint can continue it.
-      if !recorder.hasCheckpoint(request) {
+      // Keep the partial file only while a checkpoint can continue it; a failure that wants
+      // nothing kept (`too-large`) drops the checkpoint too, this run's or an earlier one's.
+      if failure.code.discardsPartial {
+        recorder.finished(request)
+        if let partial = plan.partialPath(of: request) { unlink(partial) }
+      } else if !recorder.hasCheckpoint(request) {
         if let partial = plan.partialPath(of: request) { unlink(partial) }
       }
     case .success(let result) where result.notModified && revalidating[jobRequests[job]] != nil:
