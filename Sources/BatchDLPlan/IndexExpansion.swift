@@ -85,6 +85,17 @@ extension PlanBuilder {
           entry: entryIndex, code: .conflict, message: message)
         continue
       }
+      if let listed = file.entry.size, listed.isExact, let limit = spec.maxSize ?? session.maxSize, listed.bytes > limit
+      {
+        // Nothing is fetched of a file the listing shows, to the byte, to be too large.
+        let message =
+          "the listed file '\(ShownText.escaped(file.path, limit: 200))' is left out: its size \(listed.bytes) is larger than max_size (\(ByteSize.format(limit)), \(limit) bytes)"
+        diagnostics.warning(file.entry.mark, message)
+        refuseListed(
+          id: masked + "#" + ShownText.escaped(file.path, limit: 200), url: file.entry.url, session: sessionIndex,
+          entry: entryIndex, code: .tooLarge, message: message)
+        continue
+      }
       let warned = diagnostics.items.count
       guard
         let destination = resolveDestination(

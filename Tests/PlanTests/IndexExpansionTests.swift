@@ -95,4 +95,13 @@ import Testing
     let codes = plan.refusedFiles.map(\.code)
     #expect(codes.contains(.conflict), "\(plan.refusedFiles.map(\.message))")
   }
+
+  @Test func aFileListedLargerThanMaxSizeIsLeftOutUnfetched() throws {
+    let yaml = Self.yaml.replacingOccurrences(of: "depth: 2", with: "depth: 2\n        max_size: 150")
+    let plan = try plan(
+      [("", Self.page("/pub/", [("small.iso", "100"), ("big.iso", "200"), ("approx.iso", "1.2K")]))], yaml: yaml)
+    let urls = plan.tasks.map { plan.url(of: $0) }
+    #expect(urls.sorted() == ["https://h/pub/approx.iso", "https://h/pub/small.iso"], "\(urls)")
+    #expect(plan.refusedFiles.map(\.code) == [.tooLarge])
+  }
 }
