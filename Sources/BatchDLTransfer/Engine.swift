@@ -317,12 +317,20 @@ public final class Engine {
     observer?.transferCompleted(
       job, outcome: outcome, spent: life.spent(now: now), started: life.startedAt, ended: now)
     jobs[job].built = nil
-    if case .success = outcome, !jobs[job].dependents.isEmpty { observer?.settle() }
+    var settled = false
     for dependent in jobs[job].dependents where !jobs[dependent].finished {
       switch outcome {
       case .success:
         jobs[dependent].waitingOn -= 1
-        if jobs[dependent].waitingOn == 0 { enqueue(dependent) }
+        guard jobs[dependent].waitingOn == 0 else { continue }
+        // A job that waits for others starts only once the relay has placed what they fetched:
+        // one wait when it becomes ready, not one for each job it waits for (a mirrored checksum
+        // file waits for thousands).
+        if !settled {
+          observer?.settle()
+          settled = true
+        }
+        enqueue(dependent)
       case .failure(let failure):
         complete(
           dependent,
