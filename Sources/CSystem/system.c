@@ -21,3 +21,7 @@ int csystem_set_modified(const char *path, long long seconds) {
   struct timespec times[2] = {{.tv_sec = 0, .tv_nsec = UTIME_OMIT}, {.tv_sec = (time_t)seconds, .tv_nsec = 0}};
   return utimensat(AT_FDCWD, path, times, 0);
 }
+
+int csystem_drop_cached(int descriptor, long long offset, long long length) {
+  return posix_fadvise(descriptor, (off_t)offset, (off_t)length, POSIX_FADV_DONTNEED);
+}

@@ -17,4 +17,8 @@ long csystem_filesystem_type(int descriptor);
  * UTIME_OMIT); 0, or -1 with errno. */
 int csystem_set_modified(const char *path, long long seconds);
 
+/* Drops the clean pages of [offset, offset + length) from the page cache (posix_fadvise
+ * POSIX_FADV_DONTNEED; dirty pages and pages under writeback stay): 0, or an error number. */
+int csystem_drop_cached(int descriptor, long long offset, long long length);
+
 #endif
