@@ -113,12 +113,16 @@ package final class FileSink: BodySink, @unchecked Sendable {
   /// Creates (or truncates) `path`, never following a symlink there. With `offset` > 0 the file's
   /// first `offset` bytes are kept (anything after them is cut off), hashed first, and the body
   /// continues after them: a resumed download. `direct`: where to write direct (tests try
-  /// filesystems the sink would leave alone).
+  /// filesystems the sink would leave alone); `pace`: when the device counts as slower than the
+  /// network (tests).
   package init(
-    path: String, keeping offset: Int64 = 0, holding: Bool = false, direct: DirectWrites.Mode = .auto
+    path: String, keeping offset: Int64 = 0, holding: Bool = false, direct: DirectWrites.Mode = .auto,
+    pace: DirectWrites.Pace = DirectWrites.Pace()
   ) throws(TransferFailure) {
     self.path = path
     directMode = direct
+    self.pace = pace
+    slowDevice.store(pace.fellBehind, ordering: .relaxed)
     if holding && offset == 0 {
       held = []
       return

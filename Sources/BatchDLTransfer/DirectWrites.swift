@@ -60,7 +60,7 @@ package enum DirectWrites {
   /// Whether the device keeps up with a body, told by the engine's waits: a sink has a few
   /// buffers, and when every one is held by a direct write still under way (or waiting for one),
   /// the engine waits for the disk. A sink writes direct while such waits are rare; once they
-  /// add up to `threshold` and to a quarter of the time since the body began to fill buffers, the
+  /// add up to `usualThreshold` and to a quarter of the time since the body began to fill buffers, the
   /// device is slower than the network, and the rest of the body goes through the page cache, so
   /// that the download no longer waits for the disk: the page cache takes the difference, as it
   /// does for curl's bytes. There is no going back to direct writes for that body: a direct write
@@ -77,9 +77,14 @@ package enum DirectWrites {
     /// Whether the device fell behind: the page cache from now on.
     package private(set) var fellBehind = false
     /// The waits it takes at least: more than a few slow writes of a device that keeps up.
-    package static let threshold: UInt64 = 50_000_000
+    package static let usualThreshold: UInt64 = 50_000_000
+    private let threshold: UInt64
 
-    package init() {}
+    /// `fellBehind`: the device is taken as slower than the network from the start (tests).
+    package init(threshold: UInt64 = usualThreshold, fellBehind: Bool = false) {
+      self.threshold = threshold
+      self.fellBehind = fellBehind
+    }
 
     /// The engine takes a buffer to fill at `now`.
     package mutating func filling(at now: UInt64) {
@@ -90,7 +95,7 @@ package enum DirectWrites {
     package mutating func waitedForWrites(_ nanoseconds: UInt64, now: UInt64) {
       waited += nanoseconds
       guard let since, !fellBehind else { return }
-      fellBehind = waited >= Self.threshold && waited * 4 >= now &- since
+      fellBehind = waited >= threshold && waited * 4 >= now &- since
     }
   }
 
