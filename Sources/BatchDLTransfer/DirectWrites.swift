@@ -60,10 +60,10 @@ package enum DirectWrites {
   /// Whether the device keeps up with a body, told by the engine's waits: a sink has a few
   /// buffers, and when every one is held by a direct write still under way (or waiting for one),
   /// the engine waits for the disk. A sink writes direct while such waits are rare; once they
-  /// add up to `usualThreshold` and to a quarter of the time since the body began to fill buffers, the
-  /// device is slower than the network, and the rest of the body goes through the page cache, so
-  /// that the download no longer waits for the disk: the page cache takes the difference, as it
-  /// does for curl's bytes. There is no going back to direct writes for that body: a direct write
+  /// add up to `usualThreshold` and to a quarter of the time since the body began to fill
+  /// buffers, the device is slower than the network, and the rest of the body goes through the
+  /// page cache, so that the download no longer waits for the disk: the page cache takes the
+  /// difference, as it does for curl's bytes. There is no going back to direct writes for that body: a direct write
   /// would wait behind the page cache's writeback queued before it (seconds on a slow disk).
   ///
   /// The rate at which the body fills buffers is no measure: after each wait the socket's buffer
@@ -99,10 +99,10 @@ package enum DirectWrites {
     }
   }
 
-  /// Writes through the page cache in pieces of at most `cachedPiece` bytes. The kernel (Linux
-  /// 6.x, ext4 and XFS) gives a write page-cache folios up to its own length, 2 MiB at most; on this
-  /// project's machine, a VM whose host takes back the memory its guest frees, folios of 512 KiB
-  /// and more came from blocks the host had taken back and cost a fault each page: a GiB written
+  /// Writes through the page cache in pieces of at most `cachedPiece` bytes. The kernel (6.18 and
+  /// ext4 here) gives a buffered write page-cache folios up to its own length; on this project's
+  /// machine, a VM whose host takes back the memory its guest frees, writes of 512 KiB and more
+  /// cost many times what smaller ones do, most of it in the copy into fresh folios: a GiB written
   /// in 1 or 4 MiB writes cost 1.6–2.3 s of system time, in 64 or 256 KiB writes 0.17–0.20 s
   /// (a new file each time, 3 s after the last one was deleted). curl writes 16 KiB at a time.
   package static func writeCached(
