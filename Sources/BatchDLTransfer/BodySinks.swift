@@ -60,6 +60,8 @@ package final class FileSink: BodySink, @unchecked Sendable {
   private var written: Int64 = 0
   private var queues: (hashing: DispatchQueue, writing: DispatchQueue)?
   private let inlineLimit: Int64 = 1 << 20
+  /// Where the reserved blocks end (`Preallocation`), when they were reserved.
+  private var reserved: Int64?
 
   /// What the engine thread shares with the sink's queues. A `Mutex` rather than an `NSLock`,
   /// and the semaphore made with the queues: every small file has a sink, and the lock and the
@@ -113,24 +115,34 @@ package final class FileSink: BodySink, @unchecked Sendable {
 
   /// Creates (or truncates) `path`, never following a symlink there. With `offset` > 0 the file's
   /// first `offset` bytes are kept (anything after them is cut off), hashed first, and the body
-  /// continues after them: a resumed download. `direct`: where to write direct (tests try
-  /// filesystems the sink would leave alone); `pace`: when the device counts as slower than the
-  /// network (tests).
+  /// continues after them: a resumed download. `reserving`: where the body will end, when that is
+  /// known; the blocks up to there are reserved at once (`Preallocation`), and a filesystem that
+  /// cannot hold them fails the sink with `disk-full` before any byte is written (a new file is
+  /// removed again, a resumed one keeps its first `offset` bytes). A body known to end past the
+  /// 64 KiB a sink `holding` keeps in memory goes to the file from its first byte. `direct`: where
+  /// to write direct (tests try filesystems the sink would leave alone); `pace`: when the device
+  /// counts as slower than the network (tests).
   package init(
-    path: String, keeping offset: Int64 = 0, holding: Bool = false, direct: DirectWrites.Mode = .auto,
-    pace: DirectWrites.Pace = DirectWrites.Pace()
+    path: String, keeping offset: Int64 = 0, holding: Bool = false, reserving end: Int64? = nil,
+    direct: DirectWrites.Mode = .auto, pace: DirectWrites.Pace = DirectWrites.Pace()
   ) throws(TransferFailure) {
     self.path = path
     directMode = direct
     self.pace = pace
     slowDevice.store(pace.fellBehind, ordering: .relaxed)
-    if holding && offset == 0 {
+    if holding && offset == 0 && (end ?? 0) <= Self.holdLimit {
       held = []
       return
     }
     let fd = try Self.open(path, truncating: offset == 0)
     guard offset > 0 else {
+      if let end, let failure = Preallocation.reserve(fd, from: 0, to: end, path: path) {
+        close(fd)
+        unlink(path)
+        throw failure
+      }
       descriptor = fd
+      reserved = end
       return
     }
     var info = stat()
@@ -138,7 +150,12 @@ package final class FileSink: BodySink, @unchecked Sendable {
       close(fd)
       throw TransferFailure(code: .resumeRestart, message: "the partial file \(path) is shorter than its checkpoint")
     }
+    if let end, let failure = Preallocation.reserve(fd, from: offset, to: end, path: path) {
+      close(fd)
+      throw failure
+    }
     descriptor = fd
+    reserved = end
     count = offset
     written = offset
     shared.withLock {
@@ -229,6 +246,16 @@ package final class FileSink: BodySink, @unchecked Sendable {
     }
   }
 
+  /// Hands the bytes taken so far to the writing queue and waits for it: the bytes written from
+  /// byte 0 on without a gap, `count` unless a write failed. What a retry may keep of the file:
+  /// with blocks reserved, the file's size no longer tells a write that never landed.
+  package func settle() -> Int64 {
+    guard held == nil else { return 0 }
+    if filled > 0 && failure == nil { submit() }
+    drain()
+    return shared.withLock { $0.stored }
+  }
+
   /// How long a sync started now would take, in milliseconds, as far as is known: the bytes not yet
   /// synced over the rate the file's data reaches the disk; nil while the device keeps up (its
   /// direct writes are on it already) or before anything is known. The engine leaves out a sync
@@ -240,12 +267,11 @@ package final class FileSink: BodySink, @unchecked Sendable {
     }
   }
 
-  /// Drains the queues and syncs now (a run stopping on a signal); returns the durable count.
+  /// Drains the queues and syncs now (a run stopping on a signal); returns the durable count:
+  /// the bytes written from byte 0 on, never those a failed write left out.
   package func syncNow() -> Int64 {
     guard held == nil else { return 0 }
-    if filled > 0 { submit() }
-    drain()
-    let target = count
+    let target = settle()
     if fdatasync(descriptor) == 0 {
       shared.withLock { $0.synced = max($0.synced, target) }
     }
@@ -486,12 +512,21 @@ package final class FileSink: BodySink, @unchecked Sendable {
     return fits
   }
 
+  /// A body that ended before the blocks reserved for it gives the rest back: the file is cut
+  /// where it ends, when nothing else (a segmented download's ranges) made it longer.
+  private func release(reservedAfter end: Int64) {
+    var info = stat()
+    guard fstat(descriptor, &info) == 0, Int64(info.st_size) == end else { return }
+    _ = ftruncate(descriptor, off_t(end))
+  }
+
   /// A held body's SHA-256 is left empty: whoever takes `heldBody` hashes it (off the engine's thread).
   package func finish() -> Result<(size: Int64, sha256: String), TransferFailure> {
     if held != nil { return .success((count, "")) }
     if filled > 0 { submit() }
     drain()
     if let failure { return .failure(failure) }
+    if let reserved, reserved > count { release(reservedAfter: count) }
     return .success((count, hasher.finalize().hexString))
   }
 }
