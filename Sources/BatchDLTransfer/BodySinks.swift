@@ -99,7 +99,7 @@ package final class FileSink: BodySink, @unchecked Sendable {
   private var filled = 0
   private var capacity = 0
   /// Whether the writing queue writes direct now (it alone touches this, the file's flags and
-  /// `directRate`); `.untried` until it asks whether direct writes pay for the file.
+  /// `directTaken`); `.untried` until it asks whether direct writes pay for the file.
   private var direct = DirectWrites.State.untried
   private let directMode: DirectWrites.Mode
   /// Whether the device keeps up (the engine's thread keeps it); `slowDevice` tells the writing
@@ -110,8 +110,11 @@ package final class FileSink: BodySink, @unchecked Sendable {
   /// are the writes' when the writing queue holds more of them.
   private let writesQueued = Atomic(0)
   private let hashesQueued = Atomic(0)
-  /// How fast the direct writes went, bytes a second, smoothed (the writing queue's).
-  private var directRate: Double?
+  /// The bytes written direct and the time those writes took (the writing queue's): their rate
+  /// is the device's. Summed over every direct write, not smoothed over the last few: a device
+  /// behind a throttle takes the first writes of each time slice at its full speed, and a rate
+  /// from those made the sink expect a checkpoint's sync to end long before it could.
+  private var directTaken: (bytes: Int64, nanoseconds: UInt64) = (0, 0)
 
   /// Creates (or truncates) `path`, never following a symlink there. With `offset` > 0 the file's
   /// first `offset` bytes are kept (anything after them is cut off), hashed first, and the body
@@ -433,8 +436,8 @@ package final class FileSink: BodySink, @unchecked Sendable {
       switch DirectWrites.write(descriptor, UnsafeRawBufferPointer(rebasing: chunk.buffer[0..<whole]), at: chunk.offset)
       {
       case .written(let count):
-        let rate = Double(count) * 1e9 / Double(max(DispatchTime.now().uptimeNanoseconds &- start, 1))
-        directRate = directRate.map { ($0 + rate) / 2 } ?? rate
+        directTaken.bytes += Int64(count)
+        directTaken.nanoseconds += DispatchTime.now().uptimeNanoseconds &- start
         done = count
         shared.withLock {
           $0.stored += Int64(count)
@@ -462,7 +465,7 @@ package final class FileSink: BodySink, @unchecked Sendable {
   private func keepsUp() -> Bool {
     guard slowDevice.load(ordering: .relaxed) else { return true }
     if eligible() {
-      let rate = directRate
+      let rate = directTaken.bytes > 0 ? Double(directTaken.bytes) * 1e9 / Double(max(directTaken.nanoseconds, 1)) : nil
       shared.withLock { state in
         guard !state.caching else { return }
         state.caching = true
