@@ -53,12 +53,16 @@ extension Engine {
     observer?.transferCheckpoints(points)
   }
 
-  /// Whether, at its rate so far, a download of known length ends within a quarter of `syncInterval`.
+  /// Whether, at its rate so far, a download of known length ends within a quarter of `syncInterval`,
+  /// or before a sync started now could end (`FileSink.syncEstimate`: on a disk slower than the
+  /// network, the bytes the page cache holds take that long to reach it). Either way its result
+  /// replaces the checkpoint before the sync could make one, and a sync still running when the
+  /// run ends would hold the process until the disk has taken every byte.
   package func endsSoon(_ transfer: Transfer, sink: FileSink, now: UInt64) -> Bool {
     guard let total = transfer.totalLength, let seen = firstSeen[transfer.job], now > seen.time else { return false }
     let rate = Double(sink.count - seen.count) / Double(now - seen.time)
     guard rate > 0 else { return false }
-    return Double(total - sink.count) / rate < Double(syncInterval) / 4
+    return Double(total - sink.count) / rate < max(Double(syncInterval) / 4, sink.syncEstimate ?? 0)
   }
 
   package func checkpoint(_ transfer: Transfer, durable: Int64) -> TransferCheckpoint? {

@@ -6,7 +6,7 @@ import Foundation
 #endif
 
 /// Writes one range of a segmented download into the download's partial file at its offsets, on
-/// the engine thread (`pwrite` into the page cache); the download hashes the file when it is whole.
+/// the engine thread (`pwrite` into the page cache, in `DirectWrites.writeCached`'s pieces); the download hashes the file when it is whole.
 /// `count` is the offset of the next byte, as a resumed `FileSink` counts the kept bytes.
 package final class RangeSink: BodySink {
   private let descriptor: Int32
@@ -22,7 +22,7 @@ package final class RangeSink: BodySink {
 
   package func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
     guard failure == nil else { return false }
-    let fits = SystemCalls.pwriteAll(descriptor, bytes, at: count) { count += Int64($0) }
+    let fits = DirectWrites.writeCached(descriptor, bytes, at: count) { count += Int64($0) }
     if !fits { failure = TransferFailure.system(errno: errno, doing: "write \(path)") }
     return fits
   }

@@ -98,7 +98,8 @@ package final class SegmentedDownload {
   /// The extents last reported as a checkpoint.
   package var reported: [ByteExtent] = []
 
-  /// Opens the partial file (without truncating it) and makes it `total` bytes long; `covered` are
+  /// Opens the partial file (without truncating it), makes it `total` bytes long and reserves its
+  /// blocks (`disk-full` when the filesystem cannot hold them); `covered` are
   /// the extents already on disk, `from` where the first stream stands (its piece), if there is one.
   package init(
     path: String, total: Int64, validator: ResumeValidator, etag: String?, lastModified: String?, url: String,
@@ -109,6 +110,12 @@ package final class SegmentedDownload {
     var info = stat()
     if fstat(fd, &info) != 0 || (Int64(info.st_size) < total && ftruncate(fd, off_t(total)) != 0) {
       let failure = TransferFailure.system(errno: errno, doing: "extend \(path)")
+      close(fd)
+      throw failure
+    }
+    // The ranges not on disk yet get their blocks now (`Preallocation`); the extents, not the
+    // file's size, say what is written.
+    if let failure = Preallocation.reserve(fd, from: 0, to: total, path: path) {
       close(fd)
       throw failure
     }

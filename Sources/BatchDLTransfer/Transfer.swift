@@ -222,7 +222,7 @@ package final class Transfer {
     case .file(let path):
       do {
         let start = admission.start
-        let sink = try FileSink(path: path, keeping: start, holding: true)
+        let sink = try FileSink(path: path, keeping: start, holding: true, reserving: reservedEnd(admission))
         resumedFrom = start
         return sink
       } catch {
@@ -247,13 +247,27 @@ package final class Transfer {
     }
   }
 
+  /// Where the body of an admitted response will end, when that is known: the `Content-Length` of
+  /// a whole body (else the task's expected size), the end of a range. The sink reserves the
+  /// blocks up to there before it writes.
+  private func reservedEnd(_ admission: BodyGate.Admission) -> Int64? {
+    switch admission {
+    case .whole(let length): return length ?? spec.expectedSize
+    case .range(_, let end, _): return end + 1
+    case .alreadyComplete, .notModified, .error: return nil
+    }
+  }
+
   /// Where the next attempt could continue: the bytes this one wrote, when the response can be
-  /// resumed (a strong ETag or a Last-Modified, no content encoding).
+  /// resumed (a strong ETag or a Last-Modified, no content encoding). The sink's writes are
+  /// waited for first, and a write that failed ends what may be kept (`FileSink.settle`).
   package var resumePoint: TransferSpec.Resume? {
     guard case .file = spec.target, let file = sink as? FileSink, file.isOnDisk, file.count > 0, let validator else {
       return nil
     }
-    return TransferSpec.Resume(offset: file.count, validator: validator, total: totalLength)
+    let written = file.settle()
+    guard written > 0 else { return nil }
+    return TransferSpec.Resume(offset: written, validator: validator, total: totalLength)
   }
 
   /// The response's validator for `If-Range`: a strong ETag, else a strong Last-Modified; nil

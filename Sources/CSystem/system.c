@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "csystem.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -20,4 +21,15 @@ long csystem_filesystem_type(int descriptor) {
 int csystem_set_modified(const char *path, long long seconds) {
   struct timespec times[2] = {{.tv_sec = 0, .tv_nsec = UTIME_OMIT}, {.tv_sec = (time_t)seconds, .tv_nsec = 0}};
   return utimensat(AT_FDCWD, path, times, 0);
+}
+
+int csystem_drop_cached(int descriptor, long long offset, long long length) {
+  return posix_fadvise(descriptor, (off_t)offset, (off_t)length, POSIX_FADV_DONTNEED);
+}
+
+int csystem_reserve(int descriptor, long long offset, long long length) {
+  for (;;) {
+    if (fallocate(descriptor, FALLOC_FL_KEEP_SIZE, (off_t)offset, (off_t)length) == 0) return 0;
+    if (errno != EINTR) return errno;
+  }
 }

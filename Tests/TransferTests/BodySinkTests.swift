@@ -90,7 +90,8 @@ import Testing
     let body = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 12) }
     for mode in [DirectWrites.Mode.auto, .never] {
       let path = folder.path + "/f-\(mode).part"
-      let sink = try FileSink(path: path, direct: mode)
+      // A pace that never falls behind: what goes direct depends on the sizes alone.
+      let sink = try FileSink(path: path, direct: mode, pace: DirectWrites.Pace(threshold: .max))
       let cached = try writeAndCheck(body, piece: piece, into: sink, path: path)
       if directWritesPay(path, mode: mode) {
         // All but the inline MiB, the first buffer (when it starts off a block) and the last block.
@@ -114,13 +115,76 @@ import Testing
     let body = (0..<(12 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 16) }
     let kept = 1_234_567
     #expect(FileManager.default.createFile(atPath: path, contents: Data(body[0..<kept])))
-    let sink = try FileSink(path: path, keeping: Int64(kept))
+    let sink = try FileSink(path: path, keeping: Int64(kept), pace: DirectWrites.Pace(threshold: .max))
     try writeAndCheck(body, piece: 100_000, into: sink, path: path, kept: kept)
     if directWritesPay(path, mode: .auto) {
       let most = FileSink.bufferSize + 4096
       #expect(sink.directBytes >= Int64(body.count - kept - most), "\(sink.directBytes) bytes direct")
       #expect(sink.directBytes > 0)
     }
+  }
+
+  /// A device slower than the network: the rest of the body goes through the page cache, every
+  /// byte at its place, and a sync drops the pages it wrote back.
+  @Test func aSinkWhoseDeviceFellBehindWritesThroughThePageCacheAndASyncDropsIt() throws {
+    let folder = TemporaryDirectory()
+    let path = folder.path + "/f.part"
+    let body = (0..<((18 << 20) + 5000)).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ $0 >> 10) }
+    let sink = try FileSink(path: path, pace: DirectWrites.Pace(fellBehind: true))
+    write(body, piece: 1 << 20, into: sink)
+    let result = try sink.finish().get()
+    #expect(result.size == Int64(body.count))
+    #expect(result.sha256 == hex(body))
+    #expect(sink.directBytes == 0)
+    #expect(FileManager.default.contents(atPath: path) == Data(body), "the file's bytes differ")
+    guard directWritesPay(path, mode: .auto) else { return }
+    // The page cache holds the file until a sync has written it back; then its pages go.
+    #expect(cachedPages(path) >= body.count / 4096 - 2, "\(cachedPages(path)) pages cached")
+    #expect(sink.syncEstimate == nil, "no rate known before a sync")
+    sink.requestSync()
+    let deadline = Date().addingTimeInterval(30)
+    while sink.durable < Int64(body.count) && Date() < deadline { usleep(10_000) }
+    #expect(sink.durable == Int64(body.count))
+    // The pages are dropped just after `durable` moves.
+    while cachedPages(path) > 2 && Date() < deadline { usleep(10_000) }
+    #expect(cachedPages(path) <= 2, "\(cachedPages(path)) pages cached after the sync")
+    #expect(sink.syncEstimate == 0, "a sync measured the disk; nothing is left to sync")
+  }
+
+  @Test func theDeviceFallsBehindWhenTheEngineWaitsForItsWrites() {
+    let ms: UInt64 = 1_000_000
+    // Waits under the threshold: a few slow writes of a device that keeps up.
+    var pace = DirectWrites.Pace()
+    pace.filling(at: 0)
+    pace.waitedForWrites(20 * ms, now: 30 * ms)
+    pace.waitedForWrites(20 * ms, now: 60 * ms)
+    #expect(!pace.fellBehind)
+    pace.waitedForWrites(20 * ms, now: 90 * ms)
+    #expect(pace.fellBehind, "60 ms of waits in 90 ms")
+    // Waits over the threshold, but a small share of a long body's time.
+    var long = DirectWrites.Pace()
+    long.filling(at: 0)
+    for second in 1...10 { long.waitedForWrites(10 * ms, now: UInt64(second) * 1000 * ms) }
+    #expect(long.waited == 100 * ms)
+    #expect(!long.fellBehind, "100 ms of waits in 10 s")
+    // Once behind, it stays behind.
+    long.waitedForWrites(4000 * ms, now: 14_000 * ms)
+    #expect(long.fellBehind)
+    long.waitedForWrites(1, now: 100_000 * ms)
+    #expect(long.fellBehind)
+  }
+
+  @Test func pageCacheWritesGoInPiecesAndLandAtTheirPlace() throws {
+    let folder = TemporaryDirectory()
+    let path = folder.path + "/f"
+    let fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0o644)
+    defer { close(fd) }
+    let body = (0..<((DirectWrites.cachedPiece * 5) + 777)).map { UInt8(truncatingIfNeeded: $0 &* 3 &+ $0 >> 9) }
+    var reports: [Int] = []
+    #expect(body.withUnsafeBytes { DirectWrites.writeCached(fd, $0, at: 100) { reports.append($0) } })
+    #expect(reports.count == 6 && reports.allSatisfy { $0 <= DirectWrites.cachedPiece })
+    #expect(reports.reduce(0, +) == body.count)
+    #expect(FileManager.default.contents(atPath: path) == Data([UInt8](repeating: 0, count: 100) + body))
   }
 
   @Test func aSinkWhoseFileRefusesDirectWritesWritesThroughThePageCache() throws {

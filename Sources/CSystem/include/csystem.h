@@ -17,4 +17,15 @@ long csystem_filesystem_type(int descriptor);
  * UTIME_OMIT); 0, or -1 with errno. */
 int csystem_set_modified(const char *path, long long seconds);
 
+/* Drops the clean pages of [offset, offset + length) from the page cache (posix_fadvise
+ * POSIX_FADV_DONTNEED; dirty pages and pages under writeback stay): 0, or an error number. */
+int csystem_drop_cached(int descriptor, long long offset, long long length);
+
+/* Reserves the blocks of [offset, offset + length) for the file without changing its size:
+ * fallocate(2) with FALLOC_FL_KEEP_SIZE, which allocates unwritten blocks and writes nothing
+ * (posix_fallocate writes zeros where the filesystem has no fallocate). 0, or an error number:
+ * ENOSPC or EDQUOT when the filesystem cannot hold them, EOPNOTSUPP or ENOSYS when it cannot
+ * reserve. Retried on EINTR. */
+int csystem_reserve(int descriptor, long long offset, long long length);
+
 #endif
