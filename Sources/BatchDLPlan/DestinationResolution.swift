@@ -76,12 +76,20 @@ extension PlanBuilder {
       if !quiet {
         let secret = "holds the value of a secret ${VAR} (one used in the URL, a header, a body or a form field)"
         let stored = "file names are kept in the state folder and reports, which never hold a secret"
-        diagnostics.error(
-          mark,
-          to == nil || isFolder
-            ? "the file would be named after the URL, as '\(masked)', which \(secret): \(stored); add 'to:' with a file name"
-            : "the destination '\(masked)' \(secret): \(stored); choose a name without it (a variable also written in 'to:' or 'dest' is a path, not a secret)"
-        )
+        if fromDocument {
+          // A document from the network names it (a server that got the secret can): that file
+          // is left out, the manifest stays valid.
+          diagnostics.warning(
+            mark,
+            "the destination '\(ShownText.escaped(masked, limit: .max))' \(secret): \(stored); this file is left out")
+        } else {
+          diagnostics.error(
+            mark,
+            to == nil || isFolder
+              ? "the file would be named after the URL, as '\(masked)', which \(secret): \(stored); add 'to:' with a file name"
+              : "the destination '\(masked)' \(secret): \(stored); choose a name without it (a variable also written in 'to:' or 'dest' is a path, not a secret)"
+          )
+        }
       }
       return nil
     }

@@ -125,7 +125,8 @@ extension PlanBuilder {
   package mutating func refuseListed(
     id: String, url: String, session: Int, entry: Int, code: FailureCode, message: String
   ) {
-    var id = id
+    // The id is a document's name: it may hold a secret's value (reports never do).
+    var id = redactor.text(id)
     var number = 2
     while refusedIDs.contains(id) {
       id = id + " (\(number))"
@@ -136,7 +137,7 @@ extension PlanBuilder {
       RefusedFile(
         task: PlannedTask(
           session: Int32(session), entry: Int32(entry), line: 0, kind: .download, request: -1, nextSharing: -1,
-          id: text.append(id), url: text.append(url), to: .none),
+          id: text.append(id), url: text.append(redactor.url(url)), to: .none),
         code: code, message: redactor.text(message)))
   }
 }
