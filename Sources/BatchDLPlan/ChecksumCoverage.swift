@@ -35,8 +35,13 @@ extension PlanBuilder {
     for (key, document) in documents {
       if let document { record(document, key: key, session: sessionIndex, entry: entryIndex) }
     }
-    // The checksum files and their signatures are not themselves checked.
-    if ownDigest || isDocument(url, of: spec) { return .none }
+    // The checksum files and their signatures are not themselves checked against an entry; one
+    // the manifest also downloads (an index lists it) must be the very bytes the plan read.
+    if ownDigest { return .none }
+    if let pinned = documentVerdict(url, of: spec, documents: documents.map(\.1)) {
+      lastCoverage = []
+      return pinned
+    }
     var matches: [ChecksumMatch] = []
     for (_, document) in documents {
       guard let document else { continue }
@@ -116,13 +121,24 @@ extension PlanBuilder {
     return nil
   }
 
-  /// Whether `url` is one of `spec`'s checksum files or signatures given by URL.
-  private mutating func isDocument(_ url: NormalizedURL, of spec: ChecksumSpec) -> Bool {
-    for source in spec.files {
-      if source.isURL, documentKey(source.location) == url.text { return true }
-      if let signature = source.signature, source.signatureIsURL, documentKey(signature) == url.text { return true }
+  /// The verdict of a download of one of `spec`'s checksum files or signatures given by URL (nil
+  /// when `url` is none of them): checked with the SHA-256 of the bytes the plan read (the
+  /// descriptor's), so that the mirrored copy is never a newer file than the one the other files
+  /// were checked with; failing as the files it covers do when the document failed (a bad
+  /// signature publishes nothing); not checked when there is no copy to compare with.
+  private mutating func documentVerdict(
+    _ url: NormalizedURL, of spec: ChecksumSpec, documents: [ChecksumDocument?]
+  ) -> ChecksumVerdict? {
+    for (source, document) in zip(spec.files, documents) {
+      let isFile = source.isURL && documentKey(source.location) == url.text
+      let isSignature = source.signature.map { source.signatureIsURL && documentKey($0) == url.text } ?? false
+      guard isFile || isSignature else { continue }
+      guard let document else { return ChecksumVerdict.none }
+      if let failure = document.failure { return .fail(failure) }
+      guard let sha256 = isFile ? document.sha256 : document.signature?.sha256 else { return ChecksumVerdict.none }
+      return .digest(ExpectedDigest(algorithm: .sha256, hex: sha256))
     }
-    return false
+    return nil
   }
 
   /// A document's URL in normal form (as a task's), or the text itself when it is none; each
