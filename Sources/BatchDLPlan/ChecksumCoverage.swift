@@ -10,8 +10,9 @@ extension PlanBuilder {
     /// Not covered (no `checksums:`, a digest of its own, a checksum file or signature itself, or
     /// no copy of the file to read yet).
     case none
-    /// Checked with this digest (the strongest the files give).
-    case digest(ExpectedDigest)
+    /// Checked with this digest (the one preferred of those the files give) and with each of
+    /// `others` (the other algorithms' entries).
+    case digest(ExpectedDigest, others: [ExpectedDigest])
     /// Fails before it is sent: `checksum-missing`, `signature` or `descriptor`.
     case fail(DocumentFailure)
   }
@@ -72,7 +73,7 @@ extension PlanBuilder {
           "'\(ShownText.escaped(entry.name, limit: 200))' is checked with \(digest.algorithm.rawValue), which is weak (collisions can be made): ask upstream for SHA-256 or SHA-512 sums; this warning is given once per checksum file"
         )
       }
-      return .digest(digest)
+      return .digest(digest, others: combined.entries.dropFirst().map(\.digest))
     }
     let covering = documents.compactMap(\.1?.display).joined(separator: ", ")
     return .fail(
@@ -96,10 +97,12 @@ extension PlanBuilder {
     switch verdict {
     case .none:
       break
-    case .digest(let digest):
+    case .digest(let digest, let others):
       guard Int(task) == before else { return }
       tasks[Int(task)].expectation = Int32(expectations.count)
-      expectations.append(TaskExpectation(size: size, digest: digest))
+      var expectation = TaskExpectation(size: size, digest: digest)
+      expectation.otherDigests = others
+      expectations.append(expectation)
     case .fail(let failure):
       let request = tasks[Int(task)].request
       if refusedRequests[request] == nil { refusedRequests[request] = failure }
@@ -108,17 +111,18 @@ extension PlanBuilder {
 
   /// The digest of a verdict that joins a download to others of the same content (SHA-256 only).
   package func content(of verdict: ChecksumVerdict) -> String? {
-    if case .digest(let digest) = verdict, digest.algorithm == .sha256 { return digest.hex }
+    if case .digest(let digest, _) = verdict, digest.algorithm == .sha256 { return digest.hex }
     return nil
   }
 
   /// What a verdict adds to a request's identity: a digest other than SHA-256 (which the state
-  /// compares itself), so that a changed checksum entry fetches the file again.
+  /// compares itself), and the other algorithms' digests, so that a changed checksum entry fetches
+  /// the file again.
   package func identitySalt(of verdict: ChecksumVerdict) -> String? {
-    if case .digest(let digest) = verdict, digest.algorithm != .sha256 {
-      return "expected:\(digest.algorithm.rawValue):\(digest.hex)\n"
-    }
-    return nil
+    guard case .digest(let digest, let others) = verdict else { return nil }
+    let salted = (digest.algorithm == .sha256 ? [] : [digest]) + others
+    if salted.isEmpty { return nil }
+    return salted.map { "expected:\($0.algorithm.rawValue):\($0.hex)\n" }.joined()
   }
 
   /// The verdict of a download of one of `spec`'s checksum files or signatures given by URL (nil
@@ -136,7 +140,7 @@ extension PlanBuilder {
       guard let document else { return ChecksumVerdict.none }
       if let failure = document.failure { return .fail(failure) }
       guard let sha256 = isFile ? document.sha256 : document.signature?.sha256 else { return ChecksumVerdict.none }
-      return .digest(ExpectedDigest(algorithm: .sha256, hex: sha256))
+      return .digest(ExpectedDigest(algorithm: .sha256, hex: sha256), others: [])
     }
     return nil
   }

@@ -68,6 +68,9 @@ public struct TaskExpectation: Hashable, Sendable {
   public var digest: ExpectedDigest?
   /// A Metalink file's piece digests: checked piece by piece when the whole file's digest fails.
   public var pieces: MetalinkPieces?
+  /// The digests of the other algorithms the checksum files give for the file (`digest` is the
+  /// one preferred): each is checked on the finished file too, before it is put in place.
+  public var otherDigests: [ExpectedDigest] = []
 
   public init(size: Int64? = nil, digest: ExpectedDigest? = nil, pieces: MetalinkPieces? = nil) {
     self.size = size
@@ -78,7 +81,7 @@ public struct TaskExpectation: Hashable, Sendable {
   /// The expected SHA-256 (what every download computes as it goes), when that is the digest.
   public var sha256: String? { digest?.algorithm == .sha256 ? digest?.hex : nil }
 
-  public var isEmpty: Bool { size == nil && digest == nil && pieces == nil }
+  public var isEmpty: Bool { size == nil && digest == nil && pieces == nil && otherDigests.isEmpty }
 }
 
 /// What became of a document a `metalink:` entry names by URL, fetched before planning.

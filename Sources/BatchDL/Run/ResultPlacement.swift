@@ -105,6 +105,13 @@ extension RunBookkeeper {
   /// engine's to check, by the same rule.
   private func expectationProblem(_ task: PlannedTask, _ result: TransferResult) -> TransferFailure? {
     guard let expected = plan.expectation(of: task) else { return nil }
-    return BodyCheck(size: expected.size, digest: expected.digest).failure(of: result, by: .placement)
+    if let failure = BodyCheck(size: expected.size, digest: expected.digest).failure(of: result, by: .placement) {
+      return failure
+    }
+    // Every digest the checksum files give is checked, not only the one preferred.
+    for digest in expected.otherDigests {
+      if let failure = BodyCheck(digest: digest).failure(of: result, by: .placement) { return failure }
+    }
+    return nil
   }
 }
