@@ -711,4 +711,31 @@ import Testing
     #expect(!outcome.stderr.contains("sekrit-token"), "\(outcome.stderr)")
     #expect(!(fixture.folder.read("report.json") ?? "").contains("sekrit-token"))
   }
+
+  /// A page that lists more entries than batchdl reads of one (100,000): the files after the cut
+  /// are missing from the plan, not gone upstream, so the run fails that page and prunes nothing.
+  @Test func aListingCutShortByItsEntryLimitBlocksPrune() throws {
+    let fixture = try HostileReviewTests.pruneFixture(prune: "true")
+    #expect(try fixture.run().status == 0)
+    let junk = (0..<100_000).map { "j\($0)" }
+    fixture.server.route("/pub/", HostileReviewTests.listing(junk + ["a", "b", "c", "d"]))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        mirror:
+          dest: m/
+          retry: {attempts: 1}
+          prune: true
+          tasks:
+            - index: BASE/pub/
+              exclude: ["j*"]
+      """)
+    let result = try fixture.run(timeout: 120)
+    #expect(result.status == 1, "\(result.stderr.prefix(2000))")
+    for name in ["a", "b", "c", "d"] { #expect(fixture.folder.read("m/" + name) == "\(name)\n", "\(name)") }
+    #expect(result.stderr.contains("prune skipped"), "\(result.stderr.prefix(2000))")
+    let tasks = try fixture.tasks()
+    #expect(tasks.values.contains { HostileReviewTests.code($0) == "descriptor" }, "\(tasks.keys.sorted().prefix(5))")
+  }
 }
