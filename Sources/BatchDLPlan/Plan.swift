@@ -175,10 +175,12 @@ public struct Plan: Sendable {
   /// (`conflict`). Each fails in the run as one task, its id the document and the name
   /// (`DOCUMENT#NAME`); it has no request and is not in `tasks`.
   public var refusedFiles: [RefusedFile] = []
-  /// Requests whose tasks wait (`after:`) for an id no task has, in a plan that a failed document
-  /// left without that document's files: the id, and the document that failed. They fail with
-  /// `dependency` instead of running, and so does whatever waits for them.
-  public var unresolvedAfter: [Int32: (id: String, document: String)] = [:]
+  /// Requests whose tasks wait (`after:`) for an id no task has, where a document decides which
+  /// ids there are (a failed document left the plan without its files; a listing or Metalink
+  /// document that does not name it): the id, and why (`the document URL, which may have listed
+  /// it, failed`). They fail with `dependency` instead of running, and so does whatever waits for
+  /// them: a document from the network never makes the manifest invalid.
+  public var unresolvedAfter: [Int32: (id: String, why: String)] = [:]
   /// Requests that fail before they are sent, and why: a download covered by `checksums:` whose
   /// checksum file has no entry for it (`checksum-missing`), cannot be read (`descriptor`) or is
   /// not signed as `keyring:` requires (`signature`). Whatever waits for them fails with

@@ -91,7 +91,7 @@ package struct PlanBuilder {
   package var lastHost: Int32 = -1
   package var afterRefs: [(task: Int32, refs: [TaskReference])] = []
   /// See `Plan.unresolvedAfter`.
-  package var unresolvedAfter: [Int32: (id: String, document: String)] = [:]
+  package var unresolvedAfter: [Int32: (id: String, why: String)] = [:]
   /// Documents' files left out of this plan because they clashed in an earlier one, and why.
   package var clashingFiles: [DocumentFile: String] = [:]
   /// Documents' files found clashing in this plan, and why: the plan is made again without them.

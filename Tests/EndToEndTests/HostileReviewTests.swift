@@ -738,4 +738,58 @@ import Testing
     let tasks = try fixture.tasks()
     #expect(tasks.values.contains { HostileReviewTests.code($0) == "descriptor" }, "\(tasks.keys.sorted().prefix(5))")
   }
+
+  /// What a listing shows decides which ids exist: a listing that drops the file another task
+  /// waits for (`after:`), or lists a name that is another task's explicit id, fails those tasks,
+  /// never the manifest.
+  @Test func aListingThatDropsOrTakesAnIdFailsOnlyTheTasksConcerned() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/pub/", HostileReviewTests.listing(["a.bin", "flag", "taken"]))
+    for name in ["a.bin", "flag", "taken"] { fixture.server.route("/pub/" + name, .file(.version(1, length: 100))) }
+    fixture.server.route("/done", .text("done\n"))
+    fixture.server.route("/other", .text("other\n"))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          tasks:
+            - index: BASE/pub/
+              to: m/
+            - download: BASE/done
+              after: [m/flag]
+            - download: BASE/other
+              id: m/taken
+      """)
+    let first = try fixture.run()
+    #expect(first.status != 2, "\(first.stderr)")
+    #expect(fixture.folder.read("done") == "done\n", "\(first.stderr)")
+    #expect(fixture.folder.read("other") == "other\n", "\(first.stderr)")
+    // The listing drops flag: done cannot know what to wait for.
+    fixture.server.route("/pub/", HostileReviewTests.listing(["a.bin", "taken"]))
+    let second = try fixture.run()
+    #expect(second.status == 1, "\(second.stderr)")
+    #expect(fixture.folder.read("m/a.bin") != nil)
+    let tasks = try fixture.tasks()
+    let done = tasks["done"]?["error"] as? [String: Any]
+    #expect(done?["code"] as? String == "dependency", "\(tasks["done"] ?? [:])")
+    #expect((done?["message"] as? String)?.contains("'m/flag'") == true, "\(done ?? [:])")
+    #expect(fixture.server.requests(for: "/done").count == 1, "done was sent again without its flag")
+    // An id under no document's folder is still the manifest's mistake, told at once.
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - index: BASE/pub/
+              to: m/
+            - download: BASE/done
+              after: [n/flag]
+      """)
+    let typo = try fixture.run()
+    #expect(typo.status == 2, "\(typo.stderr)")
+    #expect(typo.stderr.contains("after: no task has the id 'n/flag'"), "\(typo.stderr)")
+  }
 }
