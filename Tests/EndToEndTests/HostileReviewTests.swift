@@ -792,4 +792,36 @@ import Testing
     #expect(typo.status == 2, "\(typo.stderr)")
     #expect(typo.stderr.contains("after: no task has the id 'n/flag'"), "\(typo.stderr)")
   }
+
+  /// A list's secret headers are given with its lines' URLs: a checksum file at another origin
+  /// should never get them (an index's and a task's do not). Today it does: `checksumSpecs` treats
+  /// a list's headers like the session's, by design; which origin a list's secrets belong to is a
+  /// decision for the owners of the secrets rule (see the review's report).
+  @Test(.disabled("a list's secret headers reach a checksum file at another origin: a design decision is pending"))
+  func aListsSecretsStayWithItsLinesNotWithAChecksumFileElsewhere() throws {
+    let fixture = try RunFixture()
+    let other = try TestHTTPServer()
+    defer { other.stop() }
+    let one = FileResource.versionBytes(1, length: 1000)
+    fixture.server.route("/a.bin", .file(.version(1, length: 1000)))
+    other.route("/SUMS", .text("\(SHA256Digest.hex(one))  a.bin\n"))
+    fixture.folder.write("urls.txt", fixture.server.url("/a.bin") + "\n")
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - list: urls.txt
+              headers: {Authorization: "Bearer ${TOKEN}"}
+              checksums: \(other.url("/SUMS"))
+      """)
+    let outcome = try fixture.run(environment: ["TOKEN": "sekrit-token"])
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("a.bin", one))
+    #expect(
+      other.requests(for: "/SUMS").first?.header("authorization") == nil,
+      "the checksum file's host got the list's secret")
+    #expect(fixture.server.requests(for: "/a.bin").first?.header("authorization") == "Bearer sekrit-token")
+  }
 }
