@@ -824,4 +824,57 @@ import Testing
       "the checksum file's host got the list's secret")
     #expect(fixture.server.requests(for: "/a.bin").first?.header("authorization") == "Bearer sekrit-token")
   }
+
+  /// The same folder written another way (`./m//`, or absolute) names the same files: nothing a
+  /// task still names is pruned.
+  @Test(arguments: ["./m//", "m/./", "ABS/m"]) func anotherSpellingOfDestPrunesNothing(dest: String) throws {
+    let fixture = try HostileReviewTests.pruneFixture(prune: "true")
+    #expect(try fixture.run().status == 0)
+    let written = dest.replacingOccurrences(of: "ABS", with: fixture.folder.path)
+    let yaml = (fixture.folder.read("manifest.yaml") ?? "").replacingOccurrences(
+      of: "dest: m/", with: "dest: \"\(written)\"")
+    fixture.folder.write("manifest.yaml", yaml)
+    let result = try fixture.run()
+    #expect(result.status == 0, "\(result.stderr)")
+    for name in ["a", "b", "c", "d"] { #expect(fixture.folder.read("m/" + name) == "\(name)\n", "\(name)") }
+    let report = try JSONSerialization.jsonObject(with: Data((fixture.folder.read("report.json") ?? "").utf8))
+    #expect((report as? [String: Any])?["pruned"] as? [String] == [], "\(report)")
+  }
+
+  /// A page's `<base href>` pointing at another origin, a `<meta http-equiv=refresh>` and
+  /// entity-encoded or whitespace-padded hrefs: links are resolved against the folder's own URL.
+  @Test func aBaseElementOrRefreshCannotMoveTheFolder() throws {
+    let fixture = try RunFixture()
+    let other = try TestHTTPServer()
+    defer { other.stop() }
+    other.route("/x/b.bin", .file(.version(9, length: 10)))
+    other.route("/x/", HostileReviewTests.listing(["b.bin"]))
+    let html = """
+      <html><head><base href="\(other.url("/x/"))"><meta http-equiv="refresh" content="0; url=\(other.url("/x/"))">
+      <title>Index of /pub/</title></head><body><h1>Index of /pub/</h1><hr><pre><a href="../">../</a>
+      <a href="b.bin">b.bin</a>                01-Jan-2026 00:00     100
+      <a href="&#x68;ttp://127.0.0.1:1/c.bin">c.bin</a>                01-Jan-2026 00:00     100
+      <a href="  d.bin	">d.bin</a>                01-Jan-2026 00:00     100
+      </pre><hr></body></html>
+      """
+    fixture.server.route("/pub/", .file(FileResource(text: html, contentType: "text/html")))
+    fixture.server.route("/pub/b.bin", .file(.version(1, length: 100)))
+    fixture.server.route("/pub/d.bin", .file(.version(2, length: 100)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - index: BASE/pub/
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(other.requests.isEmpty, "\(other.requests.map(\.path))")
+    #expect(fixture.holds("b.bin", FileResource.versionBytes(1, length: 100)))
+    #expect(fixture.holds("d.bin", FileResource.versionBytes(2, length: 100)))
+    #expect(!Self.exists(fixture, "c.bin"))
+  }
+
+  static func exists(_ fixture: RunFixture, _ name: String) -> Bool { HostileReviewTests.exists(fixture, name) }
 }
