@@ -33,16 +33,12 @@ extension PlanBuilder {
       let key = checksumKey(source, keyring: spec.keyring, session: session, sessionIndex: sessionIndex)
       return (key, descriptorSet?.checksums[key])
     }
-    for (key, document) in documents {
-      if let document { record(document, key: key, session: sessionIndex, entry: entryIndex) }
+    for ((key, document), source) in zip(documents, spec.files) {
+      if let document { record(document, key: key, source: source, session: sessionIndex, entry: entryIndex) }
     }
-    // The checksum files and their signatures are not themselves checked against an entry; one
-    // the manifest also downloads (an index lists it) must be the very bytes the plan read.
-    if ownDigest { return .none }
-    if let pinned = documentVerdict(url, of: spec, documents: documents.map(\.1)) {
-      lastCoverage = []
-      return pinned
-    }
+    // The checksum files and their signatures are not themselves checked against an entry (a
+    // download of one is pinned to the bytes the plan read: `orderPublishing`).
+    if ownDigest || isDocument(url, of: spec) { return .none }
     var matches: [ChecksumMatch] = []
     for (_, document) in documents {
       guard let document else { continue }
@@ -125,24 +121,13 @@ extension PlanBuilder {
     return salted.map { "expected:\($0.algorithm.rawValue):\($0.hex)\n" }.joined()
   }
 
-  /// The verdict of a download of one of `spec`'s checksum files or signatures given by URL (nil
-  /// when `url` is none of them): checked with the SHA-256 of the bytes the plan read (the
-  /// descriptor's), so that the mirrored copy is never a newer file than the one the other files
-  /// were checked with; failing as the files it covers do when the document failed (a bad
-  /// signature publishes nothing); not checked when there is no copy to compare with.
-  private mutating func documentVerdict(
-    _ url: NormalizedURL, of spec: ChecksumSpec, documents: [ChecksumDocument?]
-  ) -> ChecksumVerdict? {
-    for (source, document) in zip(spec.files, documents) {
-      let isFile = source.isURL && documentKey(source.location) == url.text
-      let isSignature = source.signature.map { source.signatureIsURL && documentKey($0) == url.text } ?? false
-      guard isFile || isSignature else { continue }
-      guard let document else { return ChecksumVerdict.none }
-      if let failure = document.failure { return .fail(failure) }
-      guard let sha256 = isFile ? document.sha256 : document.signature?.sha256 else { return ChecksumVerdict.none }
-      return .digest(ExpectedDigest(algorithm: .sha256, hex: sha256), others: [])
+  /// Whether `url` is one of `spec`'s checksum files or signatures given by URL.
+  private mutating func isDocument(_ url: NormalizedURL, of spec: ChecksumSpec) -> Bool {
+    for source in spec.files {
+      if source.isURL, documentKey(source.location) == url.text { return true }
+      if let signature = source.signature, source.signatureIsURL, documentKey(signature) == url.text { return true }
     }
-    return nil
+    return false
   }
 
   /// A document's URL in normal form (as a task's), or the text itself when it is none; each
@@ -174,8 +159,11 @@ extension PlanBuilder {
     return key
   }
 
-  /// Lists a checksum file given by URL (and its signature) among the plan's descriptors, once.
-  private mutating func record(_ document: ChecksumDocument, key: String, session: Int, entry: Int) {
+  /// Lists a checksum file given by URL (and its signature) among the plan's descriptors, once,
+  /// and notes what a download of either must be (`documentPins`).
+  private mutating func record(
+    _ document: ChecksumDocument, key: String, source: ChecksumSource, session: Int, entry: Int
+  ) {
     guard recordedDocuments.insert(key).inserted else { return }
     // What the checksum file gets wrong (a broken line leaves only its name without an entry):
     // warnings at its lines, as many as the reader lists.
@@ -197,6 +185,16 @@ extension PlanBuilder {
       )
       return
     }
+    // A download of the checksum file or its signature (publish order) must be the very bytes
+    // the plan read; when the document failed, it fails as the files the document covers do.
+    let failed = document.failure.map { ChecksumVerdict.fail($0) }
+    func pin(_ sha256: String?) -> ChecksumVerdict {
+      failed ?? sha256.map { .digest(ExpectedDigest(algorithm: .sha256, hex: $0), others: []) } ?? .none
+    }
+    documentPins[Int32(session), default: [:]][documentKey(source.location)] = pin(document.sha256)
+    if let signature = source.signature, source.signatureIsURL {
+      documentPins[Int32(session), default: [:]][documentKey(signature)] = pin(document.signature?.sha256)
+    }
     if let signature = document.signature {
       descriptors.append(
         PlannedDescriptor(
@@ -216,20 +214,46 @@ extension PlanBuilder {
 
   /// Publish order: a download whose URL is a document that covers other downloads of its
   /// session (a checksum file, its signature, an index page) waits for all of them, so that it is
-  /// placed last; a mirrored checksum file must also be the very bytes the plan checked the others
-  /// with.
+  /// placed last; a mirrored checksum file or signature must also be the very bytes the plan
+  /// checked the others with (the descriptor's SHA-256), and fails as the files it covers do when
+  /// the document failed (a bad signature publishes no checksum file).
   package mutating func orderPublishing() {
-    guard !coveredByDocument.isEmpty else { return }
+    guard !coveredByDocument.isEmpty || !documentPins.isEmpty else { return }
     for index in tasks.indices where tasks[index].kind == .download {
       let task = tasks[index]
-      guard let covered = coveredByDocument[task.session], !covered.isEmpty else { continue }
+      let covered = coveredByDocument[task.session] ?? [:]
+      let pins = documentPins[task.session] ?? [:]
+      if covered.isEmpty && pins.isEmpty { continue }
       let request = task.request
       let url = text.string(requests[Int(request)].url)
+      if let pin = pins[url] { pinDocument(index, pin) }
       guard let waited = covered[url] else { continue }
       var dependencies = Set(requests[Int(request)].dependencies)
       for other in waited where other != request && Int(other) < requests.count {
         if dependencies.insert(other).inserted { requests[Int(request)].dependencies.append(other) }
       }
+    }
+  }
+
+  /// Applies a document's pin to the download of it at `index`, unless the task gives a digest
+  /// of its own (`sha256:`, a list line's column).
+  private mutating func pinDocument(_ index: Int, _ pin: ChecksumVerdict) {
+    let task = tasks[index]
+    guard task.expectation < 0 else { return }
+    var size: Int64?
+    let entries = manifest.sessions[Int(task.session)].tasks
+    if entries.indices.contains(Int(task.entry)), case .task(let spec) = entries[Int(task.entry)] {
+      if spec.sha256 != nil { return }
+      size = spec.size
+    }
+    switch pin {
+    case .none:
+      break
+    case .digest(let digest, _):
+      tasks[index].expectation = Int32(expectations.count)
+      expectations.append(TaskExpectation(size: size, digest: digest))
+    case .fail(let failure):
+      if refusedRequests[task.request] == nil { refusedRequests[task.request] = failure }
     }
   }
 }

@@ -129,6 +129,9 @@ package struct PlanBuilder {
   /// normalized URL, indexes by their folder URL), by session: a task that mirrors one is placed
   /// after them.
   package var coveredByDocument: [Int32: [String: [Int32]]] = [:]
+  /// What a download of a checksum file or signature given by URL must be, by session and
+  /// normalized URL: the descriptor's SHA-256, or the document's failure (`orderPublishing`).
+  package var documentPins: [Int32: [String: ChecksumVerdict]] = [:]
   /// The documents (normalized URLs) the last `checksumVerdict` consulted.
   package var lastCoverage: [String] = []
   /// Memos of `documentKey` and `checksumKey`.

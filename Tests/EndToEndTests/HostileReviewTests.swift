@@ -876,5 +876,35 @@ import Testing
     #expect(!Self.exists(fixture, "c.bin"))
   }
 
+  /// A checksum file the manifest downloads as a task of its own, beside the entry it covers: it
+  /// too is placed only as the bytes the run checked the others with.
+  @Test func aChecksumFileDownloadedByItsOwnTaskIsTheOneTheFilesWereCheckedWith() throws {
+    let fixture = try RunFixture()
+    let one = FileResource.versionBytes(1, length: 1000)
+    let checked = "\(SHA256Digest.hex(one))  a.bin\n"
+    let replaced = "\(SHA256Digest.hex(FileResource.versionBytes(5, length: 1000)))  a.bin\n"
+    fixture.server.route("/pub/a.bin", .file(.version(1, length: 1000)))
+    fixture.server.route(
+      "/pub/SHA256SUMS",
+      .sequence([Response(status: 200, body: Array(checked.utf8)), Response(status: 200, body: Array(replaced.utf8))]))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          tasks:
+            - download: BASE/pub/SHA256SUMS
+            - download: BASE/pub/a.bin
+              checksums: BASE/pub/SHA256SUMS
+      """)
+    let outcome = try fixture.run()
+    #expect(fixture.holds("a.bin", one), "\(outcome.stderr)")
+    #expect(
+      fixture.folder.read("SHA256SUMS") != replaced, "the mirror published a checksum file nothing was checked with")
+    let paths = fixture.server.requests.map(\.path)
+    #expect(paths.lastIndex(of: "/pub/SHA256SUMS") ?? 0 > paths.firstIndex(of: "/pub/a.bin") ?? .max, "\(paths)")
+  }
+
   static func exists(_ fixture: RunFixture, _ name: String) -> Bool { HostileReviewTests.exists(fixture, name) }
 }
