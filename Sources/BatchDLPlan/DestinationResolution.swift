@@ -33,7 +33,15 @@ extension PlanBuilder {
         relative = value
         lastTo = (to, value)
       case .failure(let problem):
-        if !quiet { diagnostics.error(mark, problem.message) }
+        if !quiet {
+          // A document's names (joined under its entry's folder) may make a path no file can
+          // have (longer than PATH_MAX): that file is left out, the manifest stays valid.
+          if fromDocument {
+            diagnostics.warning(mark, problem.message + "; this file is left out")
+          } else {
+            diagnostics.error(mark, problem.message)
+          }
+        }
         return nil
       }
     }

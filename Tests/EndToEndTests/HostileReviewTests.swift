@@ -906,5 +906,71 @@ import Testing
     #expect(paths.lastIndex(of: "/pub/SHA256SUMS") ?? 0 > paths.firstIndex(of: "/pub/a.bin") ?? .max, "\(paths)")
   }
 
+  /// Folders whose names are each as long as a name may be, nested deeper than a path may be
+  /// long: the file at the bottom fails on its own, never the manifest.
+  @Test func aPathLongerThanAPathMayBeFailsOnlyThatFile() throws {
+    let fixture = try RunFixture()
+    let name = String(repeating: "n", count: 250)
+    var path = "/pub/"
+    fixture.server.route("/pub/ok.bin", .file(.version(1, length: 100)))
+    for level in 0..<20 {
+      fixture.server.route(
+        path, HostileReviewTests.listing(level == 0 ? ["ok.bin", name + "/"] : [name + "/", "deep.bin"]))
+      fixture.server.route(path + "deep.bin", .file(.version(2, length: 100)))
+      path += name + "/"
+    }
+    fixture.server.route(path, HostileReviewTests.listing(["deep.bin"]))
+    fixture.server.route(path + "deep.bin", .file(.version(2, length: 100)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          tasks:
+            - index: BASE/pub/
+              depth: 32
+              to: m/
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr.prefix(3000))")
+    #expect(fixture.holds("m/ok.bin", FileResource.versionBytes(1, length: 100)))
+    let tasks = try fixture.tasks()
+    let refused = tasks.values.filter { HostileReviewTests.code($0) == "unsafe-path" }
+    #expect(!refused.isEmpty, "\(tasks.keys.count)")
+    #expect(refused.contains { (($0["error"] as? [String: Any])?["message"] as? String ?? "").contains("PATH_MAX") })
+  }
+
+  /// A listed file whose name is a folder of another task's destination, and a listed folder
+  /// whose name is another task's file: those listed files fail, the manifest stays valid.
+  @Test func aListedNameThatIsAnotherTasksFolderOrFileFailsAlone() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/pub/", HostileReviewTests.listing(["x", "f/", "ok.bin"]))
+    fixture.server.route("/pub/f/", HostileReviewTests.listing(["z.bin"]))
+    for path in ["/pub/x", "/pub/f/z.bin", "/pub/ok.bin", "/y.bin", "/f.bin"] {
+      fixture.server.route(path, .file(.version(1, length: 100)))
+    }
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          tasks:
+            - download: BASE/y.bin
+              to: m/x/y.bin
+            - download: BASE/f.bin
+              to: m/f
+            - index: BASE/pub/
+              depth: 2
+              to: m/
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    #expect(fixture.holds("m/ok.bin", FileResource.versionBytes(1, length: 100)))
+    #expect(fixture.holds("m/x/y.bin", FileResource.versionBytes(1, length: 100)))
+    #expect(fixture.holds("m/f", FileResource.versionBytes(1, length: 100)))
+  }
+
   static func exists(_ fixture: RunFixture, _ name: String) -> Bool { HostileReviewTests.exists(fixture, name) }
 }
