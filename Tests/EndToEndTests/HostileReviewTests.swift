@@ -972,5 +972,37 @@ import Testing
     #expect(fixture.holds("m/f", FileResource.versionBytes(1, length: 100)))
   }
 
+  /// A Metalink document that names one file twice, a file and a folder of one name, and a name
+  /// too long for a path: those files fail, the manifest stays valid.
+  @Test func aMetalinkDocumentsClashingNamesFailAlone() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/f/x", .file(.version(1, length: 100)))
+    let long = (0..<20).map { _ in String(repeating: "n", count: 250) }.joined(separator: "/")
+    let document = """
+      <?xml version="1.0" encoding="UTF-8"?>
+      <metalink xmlns="urn:ietf:params:xml:ns:metalink">
+        <file name="x"><url>\(fixture.server.url("/f/x"))</url></file>
+        <file name="./x"><url>\(fixture.server.url("/f/x"))</url></file>
+        <file name="d"><url>\(fixture.server.url("/f/x"))</url></file>
+        <file name="d/e"><url>\(fixture.server.url("/f/x"))</url></file>
+        <file name="\(long)"><url>\(fixture.server.url("/f/x"))</url></file>
+      </metalink>
+      """
+    fixture.server.route("/doc.meta4", .fixed(.text(200, document)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          tasks:
+            - metalink: BASE/doc.meta4
+              to: docs/
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr.prefix(2000))")
+    #expect(fixture.holds("docs/x", FileResource.versionBytes(1, length: 100)))
+  }
+
   static func exists(_ fixture: RunFixture, _ name: String) -> Bool { HostileReviewTests.exists(fixture, name) }
 }
