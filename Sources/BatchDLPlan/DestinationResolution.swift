@@ -66,7 +66,8 @@ extension PlanBuilder {
     }
     lastRelative = relative.path
     let destination = form.destination(dest: session.dest, relative)
-    if let why = reserved.problem(with: destination, in: manifest.absoluteDirectory) {
+    let documentWhy = fromDocument ? reserved.outputProblem(with: destination, in: manifest.absoluteDirectory) : nil
+    if let why = documentWhy ?? reserved.problem(with: destination, in: manifest.absoluteDirectory) {
       if !quiet {
         // A name from a document is shown escaped (no control character reaches the output).
         let message = "the destination '\(ShownText.escaped(redactor.text(destination), limit: .max))' \(why)"

@@ -20,9 +20,11 @@ public struct Planner {
   /// the command); without one, such an entry lists no tasks, with a warning.
   ///
   /// `stateFolder`: the state folder the command uses (absolute), which no destination may name;
-  /// the default one beside the manifest is never a destination either.
+  /// the default one beside the manifest is never a destination either. `outputs`: the files the
+  /// command writes besides destinations (`run --report`...), which no document's file may name.
   public func plan(
-    _ manifest: Manifest, warnings: [Diagnostic] = [], descriptors: DescriptorSet? = nil, stateFolder: String? = nil
+    _ manifest: Manifest, warnings: [Diagnostic] = [], descriptors: DescriptorSet? = nil, stateFolder: String? = nil,
+    outputs: [String] = []
   ) throws(ManifestError) -> Plan {
     var clashes: [DocumentFile: String] = [:]
     var builder: PlanBuilder
@@ -30,7 +32,7 @@ public struct Planner {
     // made again without it (taking files out makes no new clash: twice at most).
     repeat {
       builder = PlanBuilder(manifest: manifest, maxProblemsPerList: maxProblemsPerList)
-      builder.reserved = ReservedPaths(manifest: manifest, stateFolder: stateFolder)
+      builder.reserved = ReservedPaths(manifest: manifest, stateFolder: stateFolder, outputs: outputs)
       builder.form = DestinationForm(manifestDirectory: manifest.absoluteDirectory)
       builder.descriptorSet = descriptors
       builder.partial = warnings.contains { $0.severity == .error }

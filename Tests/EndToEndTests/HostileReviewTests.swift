@@ -1004,5 +1004,33 @@ import Testing
     #expect(fixture.holds("docs/x", FileResource.versionBytes(1, length: 100)))
   }
 
+  /// A listing that names the run's own outputs (`--report`, `--events`, `--metrics`): those
+  /// files fail on their own; the run goes on and writes its outputs (it was a usage error, exit 2,
+  /// with nothing sent).
+  @Test func aListingThatNamesTheRunsOutputsFailsOnlyThoseFiles() throws {
+    let fixture = try RunFixture()
+    fixture.server.route(
+      "/pub/", HostileReviewTests.listing(["ok.bin", "report.json", "events.jsonl", "metrics.prom"]))
+    for name in ["ok.bin", "report.json", "events.jsonl", "metrics.prom"] {
+      fixture.server.route("/pub/" + name, .file(.version(1, length: 100)))
+    }
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - index: BASE/pub/
+      """)
+    let outcome = try fixture.run(["--metrics", "metrics.prom"])
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    #expect(fixture.holds("ok.bin", FileResource.versionBytes(1, length: 100)))
+    let tasks = try fixture.tasks()
+    #expect(tasks.values.filter { HostileReviewTests.code($0) == "unsafe-path" }.count == 3, "\(tasks.keys.sorted())")
+    #expect(!fixture.holds("events.jsonl", FileResource.versionBytes(1, length: 100)))
+    #expect(fixture.folder.read("metrics.prom")?.contains("batchdl_") == true)
+    #expect(fixture.server.requests(for: "/pub/report.json").isEmpty)
+  }
+
   static func exists(_ fixture: RunFixture, _ name: String) -> Bool { HostileReviewTests.exists(fixture, name) }
 }
