@@ -1032,5 +1032,37 @@ import Testing
     #expect(fixture.server.requests(for: "/pub/report.json").isEmpty)
   }
 
+  /// A signature that cannot be fetched (404), or that is empty: every file fails with
+  /// `signature`, nothing is sent for them, and the mirrored checksum file is not published.
+  @Test(arguments: [404, 200]) func aMissingOrEmptySignatureFailsEveryFile(status: Int) throws {
+    let keys = try OpenPGPKeys()
+    let fixture = try RunFixture()
+    let one = FileResource.versionBytes(1, length: 1000)
+    _ = try? FileManager.default.copyItem(atPath: keys.keyring, toPath: fixture.folder.path + "/release.gpg")
+    fixture.server.route("/pub/", HostileReviewTests.listing(["a.bin", "SHA256SUMS"]))
+    fixture.server.route("/pub/a.bin", .file(.version(1, length: 1000)))
+    fixture.server.route("/pub/SHA256SUMS", .text("\(SHA256Digest.hex(one))  a.bin\n"))
+    fixture.server.route("/pub/SHA256SUMS.sig", .fixed(Response(status: status, body: [])))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          tasks:
+            - index: BASE/pub/
+              checksums: BASE/pub/SHA256SUMS
+              signature: BASE/pub/SHA256SUMS.sig
+              keyring: release.gpg
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    let tasks = try fixture.tasks()
+    #expect(HostileReviewTests.code(tasks["a.bin"]) == "signature", "\(tasks)")
+    #expect(HostileReviewTests.code(tasks["SHA256SUMS"]) == "signature", "\(tasks)")
+    #expect(!Self.exists(fixture, "a.bin") && !Self.exists(fixture, "SHA256SUMS"))
+    #expect(fixture.server.requests(for: "/pub/a.bin").isEmpty)
+  }
+
   static func exists(_ fixture: RunFixture, _ name: String) -> Bool { HostileReviewTests.exists(fixture, name) }
 }
