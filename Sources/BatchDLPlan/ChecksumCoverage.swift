@@ -10,8 +10,9 @@ extension PlanBuilder {
     /// Not covered (no `checksums:`, a digest of its own, a checksum file or signature itself, or
     /// no copy of the file to read yet).
     case none
-    /// Checked with this digest (the strongest the files give).
-    case digest(ExpectedDigest)
+    /// Checked with this digest (the one preferred of those the files give) and with each of
+    /// `others` (the other algorithms' entries).
+    case digest(ExpectedDigest, others: [ExpectedDigest])
     /// Fails before it is sent: `checksum-missing`, `signature` or `descriptor`.
     case fail(DocumentFailure)
   }
@@ -32,10 +33,11 @@ extension PlanBuilder {
       let key = checksumKey(source, keyring: spec.keyring, session: session, sessionIndex: sessionIndex)
       return (key, descriptorSet?.checksums[key])
     }
-    for (key, document) in documents {
-      if let document { record(document, key: key, session: sessionIndex, entry: entryIndex) }
+    for ((key, document), source) in zip(documents, spec.files) {
+      if let document { record(document, key: key, source: source, session: sessionIndex, entry: entryIndex) }
     }
-    // The checksum files and their signatures are not themselves checked.
+    // The checksum files and their signatures are not themselves checked against an entry (a
+    // download of one is pinned to the bytes the plan read: `orderPublishing`).
     if ownDigest || isDocument(url, of: spec) { return .none }
     var matches: [ChecksumMatch] = []
     for (_, document) in documents {
@@ -67,7 +69,7 @@ extension PlanBuilder {
           "'\(ShownText.escaped(entry.name, limit: 200))' is checked with \(digest.algorithm.rawValue), which is weak (collisions can be made): ask upstream for SHA-256 or SHA-512 sums; this warning is given once per checksum file"
         )
       }
-      return .digest(digest)
+      return .digest(digest, others: combined.entries.dropFirst().map(\.digest))
     }
     let covering = documents.compactMap(\.1?.display).joined(separator: ", ")
     return .fail(
@@ -91,10 +93,12 @@ extension PlanBuilder {
     switch verdict {
     case .none:
       break
-    case .digest(let digest):
+    case .digest(let digest, let others):
       guard Int(task) == before else { return }
       tasks[Int(task)].expectation = Int32(expectations.count)
-      expectations.append(TaskExpectation(size: size, digest: digest))
+      var expectation = TaskExpectation(size: size, digest: digest)
+      expectation.otherDigests = others
+      expectations.append(expectation)
     case .fail(let failure):
       let request = tasks[Int(task)].request
       if refusedRequests[request] == nil { refusedRequests[request] = failure }
@@ -103,17 +107,18 @@ extension PlanBuilder {
 
   /// The digest of a verdict that joins a download to others of the same content (SHA-256 only).
   package func content(of verdict: ChecksumVerdict) -> String? {
-    if case .digest(let digest) = verdict, digest.algorithm == .sha256 { return digest.hex }
+    if case .digest(let digest, _) = verdict, digest.algorithm == .sha256 { return digest.hex }
     return nil
   }
 
   /// What a verdict adds to a request's identity: a digest other than SHA-256 (which the state
-  /// compares itself), so that a changed checksum entry fetches the file again.
+  /// compares itself), and the other algorithms' digests, so that a changed checksum entry fetches
+  /// the file again.
   package func identitySalt(of verdict: ChecksumVerdict) -> String? {
-    if case .digest(let digest) = verdict, digest.algorithm != .sha256 {
-      return "expected:\(digest.algorithm.rawValue):\(digest.hex)\n"
-    }
-    return nil
+    guard case .digest(let digest, let others) = verdict else { return nil }
+    let salted = (digest.algorithm == .sha256 ? [] : [digest]) + others
+    if salted.isEmpty { return nil }
+    return salted.map { "expected:\($0.algorithm.rawValue):\($0.hex)\n" }.joined()
   }
 
   /// Whether `url` is one of `spec`'s checksum files or signatures given by URL.
@@ -154,8 +159,11 @@ extension PlanBuilder {
     return key
   }
 
-  /// Lists a checksum file given by URL (and its signature) among the plan's descriptors, once.
-  private mutating func record(_ document: ChecksumDocument, key: String, session: Int, entry: Int) {
+  /// Lists a checksum file given by URL (and its signature) among the plan's descriptors, once,
+  /// and notes what a download of either must be (`documentPins`).
+  private mutating func record(
+    _ document: ChecksumDocument, key: String, source: ChecksumSource, session: Int, entry: Int
+  ) {
     guard recordedDocuments.insert(key).inserted else { return }
     // What the checksum file gets wrong (a broken line leaves only its name without an entry):
     // warnings at its lines, as many as the reader lists.
@@ -177,6 +185,16 @@ extension PlanBuilder {
       )
       return
     }
+    // A download of the checksum file or its signature (publish order) must be the very bytes
+    // the plan read; when the document failed, it fails as the files the document covers do.
+    let failed = document.failure.map { ChecksumVerdict.fail($0) }
+    func pin(_ sha256: String?) -> ChecksumVerdict {
+      failed ?? sha256.map { .digest(ExpectedDigest(algorithm: .sha256, hex: $0), others: []) } ?? .none
+    }
+    documentPins[Int32(session), default: [:]][documentKey(source.location)] = pin(document.sha256)
+    if let signature = source.signature, source.signatureIsURL {
+      documentPins[Int32(session), default: [:]][documentKey(signature)] = pin(document.signature?.sha256)
+    }
     if let signature = document.signature {
       descriptors.append(
         PlannedDescriptor(
@@ -196,20 +214,46 @@ extension PlanBuilder {
 
   /// Publish order: a download whose URL is a document that covers other downloads of its
   /// session (a checksum file, its signature, an index page) waits for all of them, so that it is
-  /// placed last; a mirrored checksum file must also be the very bytes the plan checked the others
-  /// with.
+  /// placed last; a mirrored checksum file or signature must also be the very bytes the plan
+  /// checked the others with (the descriptor's SHA-256), and fails as the files it covers do when
+  /// the document failed (a bad signature publishes no checksum file).
   package mutating func orderPublishing() {
-    guard !coveredByDocument.isEmpty else { return }
+    guard !coveredByDocument.isEmpty || !documentPins.isEmpty else { return }
     for index in tasks.indices where tasks[index].kind == .download {
       let task = tasks[index]
-      guard let covered = coveredByDocument[task.session], !covered.isEmpty else { continue }
+      let covered = coveredByDocument[task.session] ?? [:]
+      let pins = documentPins[task.session] ?? [:]
+      if covered.isEmpty && pins.isEmpty { continue }
       let request = task.request
       let url = text.string(requests[Int(request)].url)
+      if let pin = pins[url] { pinDocument(index, pin) }
       guard let waited = covered[url] else { continue }
       var dependencies = Set(requests[Int(request)].dependencies)
       for other in waited where other != request && Int(other) < requests.count {
         if dependencies.insert(other).inserted { requests[Int(request)].dependencies.append(other) }
       }
+    }
+  }
+
+  /// Applies a document's pin to the download of it at `index`, unless the task gives a digest
+  /// of its own (`sha256:`, a list line's column).
+  private mutating func pinDocument(_ index: Int, _ pin: ChecksumVerdict) {
+    let task = tasks[index]
+    guard task.expectation < 0 else { return }
+    var size: Int64?
+    let entries = manifest.sessions[Int(task.session)].tasks
+    if entries.indices.contains(Int(task.entry)), case .task(let spec) = entries[Int(task.entry)] {
+      if spec.sha256 != nil { return }
+      size = spec.size
+    }
+    switch pin {
+    case .none:
+      break
+    case .digest(let digest, _):
+      tasks[index].expectation = Int32(expectations.count)
+      expectations.append(TaskExpectation(size: size, digest: digest))
+    case .fail(let failure):
+      if refusedRequests[task.request] == nil { refusedRequests[task.request] = failure }
     }
   }
 }

@@ -33,7 +33,15 @@ extension PlanBuilder {
         relative = value
         lastTo = (to, value)
       case .failure(let problem):
-        if !quiet { diagnostics.error(mark, problem.message) }
+        if !quiet {
+          // A document's names (joined under its entry's folder) may make a path no file can
+          // have (longer than PATH_MAX): that file is left out, the manifest stays valid.
+          if fromDocument {
+            diagnostics.warning(mark, problem.message + "; this file is left out")
+          } else {
+            diagnostics.error(mark, problem.message)
+          }
+        }
         return nil
       }
     }
@@ -58,7 +66,8 @@ extension PlanBuilder {
     }
     lastRelative = relative.path
     let destination = form.destination(dest: session.dest, relative)
-    if let why = reserved.problem(with: destination, in: manifest.absoluteDirectory) {
+    let documentWhy = fromDocument ? reserved.outputProblem(with: destination, in: manifest.absoluteDirectory) : nil
+    if let why = documentWhy ?? reserved.problem(with: destination, in: manifest.absoluteDirectory) {
       if !quiet {
         // A name from a document is shown escaped (no control character reaches the output).
         let message = "the destination '\(ShownText.escaped(redactor.text(destination), limit: .max))' \(why)"
@@ -76,12 +85,20 @@ extension PlanBuilder {
       if !quiet {
         let secret = "holds the value of a secret ${VAR} (one used in the URL, a header, a body or a form field)"
         let stored = "file names are kept in the state folder and reports, which never hold a secret"
-        diagnostics.error(
-          mark,
-          to == nil || isFolder
-            ? "the file would be named after the URL, as '\(masked)', which \(secret): \(stored); add 'to:' with a file name"
-            : "the destination '\(masked)' \(secret): \(stored); choose a name without it (a variable also written in 'to:' or 'dest' is a path, not a secret)"
-        )
+        if fromDocument {
+          // A document from the network names it (a server that got the secret can): that file
+          // is left out, the manifest stays valid.
+          diagnostics.warning(
+            mark,
+            "the destination '\(ShownText.escaped(masked, limit: .max))' \(secret): \(stored); this file is left out")
+        } else {
+          diagnostics.error(
+            mark,
+            to == nil || isFolder
+              ? "the file would be named after the URL, as '\(masked)', which \(secret): \(stored); add 'to:' with a file name"
+              : "the destination '\(masked)' \(secret): \(stored); choose a name without it (a variable also written in 'to:' or 'dest' is a path, not a secret)"
+          )
+        }
       }
       return nil
     }

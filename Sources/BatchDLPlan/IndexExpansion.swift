@@ -33,6 +33,18 @@ extension PlanBuilder {
         record.task = PlannedTask(
           session: Int32(sessionIndex), entry: Int32(entryIndex), line: 0, kind: .download, request: -1,
           nextSharing: -1, id: text.append(page.url), url: text.append(page.url), to: .none)
+      } else if let listing = folder.listing, !listing.isComplete {
+        // A page a limit cut short (its entries, its links): the files it lists run, but those
+        // past the cut are missing from the plan, not gone upstream. The page fails as one task,
+        // as one that cannot be read does, which also keeps the session from pruning them.
+        let cut = listing.diagnostics.last { $0.severity == .error }.map { "\($0.mark): \($0.message)" }
+        let message = redactor.text("the listing \(page.url) is incomplete: \(cut ?? "a limit cut it short")")
+        diagnostics.warning(spec.urlMark, message + "; the files it lists run, and it fails with 'descriptor'")
+        record.outcome = .failed
+        record.failure = message
+        record.task = PlannedTask(
+          session: Int32(sessionIndex), entry: Int32(entryIndex), line: 0, kind: .download, request: -1,
+          nextSharing: -1, id: text.append(page.url), url: text.append(page.url), to: .none)
       } else if let problem = page.failure {
         diagnostics.warning(spec.urlMark, redactor.text("the listing \(page.url): \(problem)"))
       }
@@ -136,7 +148,8 @@ extension PlanBuilder {
   package mutating func refuseListed(
     id: String, url: String, session: Int, entry: Int, code: FailureCode, message: String
   ) {
-    var id = id
+    // The id is a document's name: it may hold a secret's value (reports never do).
+    var id = redactor.text(id)
     var number = 2
     while refusedIDs.contains(id) {
       id = id + " (\(number))"
@@ -147,7 +160,7 @@ extension PlanBuilder {
       RefusedFile(
         task: PlannedTask(
           session: Int32(session), entry: Int32(entry), line: 0, kind: .download, request: -1, nextSharing: -1,
-          id: text.append(id), url: text.append(url), to: .none),
+          id: text.append(id), url: text.append(redactor.url(url)), to: .none),
         code: code, message: redactor.text(message)))
   }
 }

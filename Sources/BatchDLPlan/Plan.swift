@@ -68,6 +68,9 @@ public struct TaskExpectation: Hashable, Sendable {
   public var digest: ExpectedDigest?
   /// A Metalink file's piece digests: checked piece by piece when the whole file's digest fails.
   public var pieces: MetalinkPieces?
+  /// The digests of the other algorithms the checksum files give for the file (`digest` is the
+  /// one preferred): each is checked on the finished file too, before it is put in place.
+  public var otherDigests: [ExpectedDigest] = []
 
   public init(size: Int64? = nil, digest: ExpectedDigest? = nil, pieces: MetalinkPieces? = nil) {
     self.size = size
@@ -78,7 +81,7 @@ public struct TaskExpectation: Hashable, Sendable {
   /// The expected SHA-256 (what every download computes as it goes), when that is the digest.
   public var sha256: String? { digest?.algorithm == .sha256 ? digest?.hex : nil }
 
-  public var isEmpty: Bool { size == nil && digest == nil && pieces == nil }
+  public var isEmpty: Bool { size == nil && digest == nil && pieces == nil && otherDigests.isEmpty }
 }
 
 /// What became of a document a `metalink:` entry names by URL, fetched before planning.
@@ -172,10 +175,12 @@ public struct Plan: Sendable {
   /// (`conflict`). Each fails in the run as one task, its id the document and the name
   /// (`DOCUMENT#NAME`); it has no request and is not in `tasks`.
   public var refusedFiles: [RefusedFile] = []
-  /// Requests whose tasks wait (`after:`) for an id no task has, in a plan that a failed document
-  /// left without that document's files: the id, and the document that failed. They fail with
-  /// `dependency` instead of running, and so does whatever waits for them.
-  public var unresolvedAfter: [Int32: (id: String, document: String)] = [:]
+  /// Requests whose tasks wait (`after:`) for an id no task has, where a document decides which
+  /// ids there are (a failed document left the plan without its files; a listing or Metalink
+  /// document that does not name it): the id, and why (`the document URL, which may have listed
+  /// it, failed`). They fail with `dependency` instead of running, and so does whatever waits for
+  /// them: a document from the network never makes the manifest invalid.
+  public var unresolvedAfter: [Int32: (id: String, why: String)] = [:]
   /// Requests that fail before they are sent, and why: a download covered by `checksums:` whose
   /// checksum file has no entry for it (`checksum-missing`), cannot be read (`descriptor`) or is
   /// not signed as `keyring:` requires (`signature`). Whatever waits for them fails with

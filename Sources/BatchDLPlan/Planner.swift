@@ -20,9 +20,11 @@ public struct Planner {
   /// the command); without one, such an entry lists no tasks, with a warning.
   ///
   /// `stateFolder`: the state folder the command uses (absolute), which no destination may name;
-  /// the default one beside the manifest is never a destination either.
+  /// the default one beside the manifest is never a destination either. `outputs`: the files the
+  /// command writes besides destinations (`run --report`...), which no document's file may name.
   public func plan(
-    _ manifest: Manifest, warnings: [Diagnostic] = [], descriptors: DescriptorSet? = nil, stateFolder: String? = nil
+    _ manifest: Manifest, warnings: [Diagnostic] = [], descriptors: DescriptorSet? = nil, stateFolder: String? = nil,
+    outputs: [String] = []
   ) throws(ManifestError) -> Plan {
     var clashes: [DocumentFile: String] = [:]
     var builder: PlanBuilder
@@ -30,7 +32,7 @@ public struct Planner {
     // made again without it (taking files out makes no new clash: twice at most).
     repeat {
       builder = PlanBuilder(manifest: manifest, maxProblemsPerList: maxProblemsPerList)
-      builder.reserved = ReservedPaths(manifest: manifest, stateFolder: stateFolder)
+      builder.reserved = ReservedPaths(manifest: manifest, stateFolder: stateFolder, outputs: outputs)
       builder.form = DestinationForm(manifestDirectory: manifest.absoluteDirectory)
       builder.descriptorSet = descriptors
       builder.partial = warnings.contains { $0.severity == .error }
@@ -91,7 +93,7 @@ package struct PlanBuilder {
   package var lastHost: Int32 = -1
   package var afterRefs: [(task: Int32, refs: [TaskReference])] = []
   /// See `Plan.unresolvedAfter`.
-  package var unresolvedAfter: [Int32: (id: String, document: String)] = [:]
+  package var unresolvedAfter: [Int32: (id: String, why: String)] = [:]
   /// Documents' files left out of this plan because they clashed in an earlier one, and why.
   package var clashingFiles: [DocumentFile: String] = [:]
   /// Documents' files found clashing in this plan, and why: the plan is made again without them.
@@ -129,6 +131,9 @@ package struct PlanBuilder {
   /// normalized URL, indexes by their folder URL), by session: a task that mirrors one is placed
   /// after them.
   package var coveredByDocument: [Int32: [String: [Int32]]] = [:]
+  /// What a download of a checksum file or signature given by URL must be, by session and
+  /// normalized URL: the descriptor's SHA-256, or the document's failure (`orderPublishing`).
+  package var documentPins: [Int32: [String: ChecksumVerdict]] = [:]
   /// The documents (normalized URLs) the last `checksumVerdict` consulted.
   package var lastCoverage: [String] = []
   /// Memos of `documentKey` and `checksumKey`.

@@ -1,5 +1,6 @@
 import BatchDLManifest
 import BatchDLSupport
+import Foundation
 
 #if canImport(Glibc)
   import Glibc
@@ -23,8 +24,37 @@ package struct ReservedPaths {
   /// on the bytes of their components, without a string or a path made (every destination of a
   /// million-line list passes here).
   private var names: [[UInt8]] = []
+  /// The files this command writes besides destinations (`run --report`, `--events`, `--junit`,
+  /// `--metrics`): absolute, standardized, and where they resolve. A document's name is never one
+  /// (`outputProblem`); the manifest's own tasks are told apart by the command.
+  private var outputs: Set<String> = []
+  /// Their last path components: a destination with another name is none of them, told without
+  /// a system call (every file of a large index passes here).
+  private var outputNames: Set<String> = []
 
   package init() {}
+
+  /// The reserved paths of `manifest`, and the command's `outputs` (paths absolute or relative to
+  /// the working folder).
+  package init(manifest: Manifest, stateFolder: String?, outputs: [String]) {
+    self.init(manifest: manifest, stateFolder: stateFolder)
+    for output in outputs {
+      for absolute in Self.spellings(of: FileAccess.resolve(output, against: FileManager.default.currentDirectoryPath))
+      {
+        self.outputs.insert(absolute)
+        outputNames.insert(FileAccess.name(of: absolute))
+      }
+    }
+  }
+
+  /// Why a document's file at `destination` (relative to `root`, or absolute) may not be written
+  /// because the command writes that file itself (`--report` and the like); nil when it may.
+  package func outputProblem(with destination: String, in root: String) -> String? {
+    guard !outputs.isEmpty, outputNames.contains(FileAccess.name(of: destination)) else { return nil }
+    let path = Self.standardized(FileAccess.resolve(destination, against: root))
+    guard outputs.contains(path) || Self.realPath(path).map(outputs.contains) == true else { return nil }
+    return "is a file this run writes itself (--report, --events, --junit or --metrics)"
+  }
 
   package init(manifest: Manifest, stateFolder: String?) {
     let root = manifest.absoluteDirectory

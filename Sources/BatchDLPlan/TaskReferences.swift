@@ -46,7 +46,19 @@ extension PlanBuilder {
           // been listed and completed.
           if let failed = descriptors.first(where: { $0.outcome == .failed }) {
             let request = tasks[Int(task)].request
-            if unresolvedAfter[request] == nil { unresolvedAfter[request] = (ref.id, failed.url) }
+            if unresolvedAfter[request] == nil {
+              unresolvedAfter[request] = (ref.id, "the document \(failed.url), which may have listed it, failed")
+            }
+            continue
+          }
+          // An id under the folder of an `index:` or `metalink:` entry is one only its document can
+          // name: one that does not name it (a listing that dropped the file) fails the task, not
+          // the manifest.
+          if let document = documentListing(id: ref.id) {
+            let request = tasks[Int(task)].request
+            if unresolvedAfter[request] == nil {
+              unresolvedAfter[request] = (ref.id, "\(document), which decides the files there, does not list it")
+            }
             continue
           }
           if partial || !reported.insert(ref.mark).inserted { continue }
@@ -77,6 +89,29 @@ extension PlanBuilder {
         }
       }
     }
+  }
+
+  /// The `index:` or `metalink:` entry (by URL) whose files could have the id `id`: `id` lies
+  /// under the entry's `to:` folder, in the form destinations (or, below an absolute `dest`, ids)
+  /// take. Nil when no such entry has fetched its document (or the manifest has none).
+  package func documentListing(id: String) -> String? {
+    for session in manifest.sessions {
+      for entry in session.tasks {
+        let to: String?
+        let document: String
+        switch entry {
+        case .index(let spec): (to, document) = (spec.to, "the listing " + redactor.url(spec.url))
+        case .metalink(let spec) where spec.isURL:
+          (to, document) = (spec.to, "the Metalink document " + redactor.url(spec.document))
+        default: continue
+        }
+        let folder = to.flatMap { try? RelativeDestination.parse($0).get() } ?? .folder
+        var prefixes = [form.prefix(dest: session.dest, folder: folder)]
+        if session.dest.hasPrefix("/") { prefixes.append(PathRules.folderPrefix(folder.path)) }
+        if prefixes.contains(where: { id.hasPrefix($0) && id.utf8.count > $0.utf8.count }) { return document }
+      }
+    }
+    return nil
   }
 
   /// Reports each cycle of `after:` once, naming the ids around it.

@@ -10,11 +10,12 @@ import BatchDLSupport
 /// `quiet`: the manifest's warnings are left out (`run --quiet`: a warning that a committed
 /// manifest gives every night would mail every night; `validate` shows them); errors never are.
 func loadPlan(
-  _ manifest: String, descriptors: DescriptorMode = .stored, state: String? = nil, quiet: Bool = false
+  _ manifest: String, descriptors: DescriptorMode = .stored, state: String? = nil, quiet: Bool = false,
+  outputs: [String] = []
 ) throws -> Plan {
   var stderr = StandardError()
   do {
-    let plan = try ManifestCheck.plan(path: manifest, descriptors: descriptors, state: state)
+    let plan = try ManifestCheck.plan(path: manifest, descriptors: descriptors, state: state, outputs: outputs)
     if !quiet { ManifestCheck.report(plan.warnings, for: manifest, to: &stderr) }
     return plan
   } catch {

@@ -110,8 +110,16 @@ struct RunCommand: ParsableCommand {
     Interrupts.install()
     var stderr = StandardError()
     let plan: Plan
+    // The run's own outputs, which no file a document names may overwrite.
+    let shardIndex =
+      shard.flatMap { try? Shard.resolve($0, shards: shards, environment: environment).get() }.map {
+        String($0.index)
+      } ?? "all"
+    let outputs = [report, junit, events, metrics].compactMap {
+      $0?.replacingOccurrences(of: "{shard}", with: shardIndex)
+    }
     do {
-      plan = try loadPlan(manifest, descriptors: .fetch, state: state, quiet: quiet)
+      plan = try loadPlan(manifest, descriptors: .fetch, state: state, quiet: quiet, outputs: outputs)
     } catch {
       writeNotRun(status: .invalid, reason: "the manifest is invalid (batchdl validate \(manifest) lists why)")
       throw error

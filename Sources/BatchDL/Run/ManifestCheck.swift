@@ -11,7 +11,7 @@ public enum ManifestCheck {
   /// (`state`: `--state`, else `.batchdl/` beside the manifest).
   public static func plan(
     path: String, environment: [String: String] = ProcessInfo.processInfo.environment,
-    descriptors mode: DescriptorMode = .stored, state: String? = nil
+    descriptors mode: DescriptorMode = .stored, state: String? = nil, outputs: [String] = []
   ) throws(ManifestError) -> Plan {
     let (manifest, diagnostics) = ManifestLoader.read(path: path, environment: environment)
     guard let manifest else { throw ManifestError(diagnostics: diagnostics) }
@@ -22,7 +22,7 @@ public enum ManifestCheck {
     }
     return try Planner().plan(
       manifest, warnings: diagnostics, descriptors: descriptors,
-      stateFolder: StateFolder(option: state, manifest: manifest).path)
+      stateFolder: StateFolder(option: state, manifest: manifest).path, outputs: outputs)
   }
 
   /// Prints diagnostics as `FILE:LINE:COLUMN: severity: message`, then a count of errors.

@@ -107,7 +107,14 @@ extension RunBookkeeper {
     // A request shared with a task of a larger max_size: the body came whole, but not for this one.
     if let failure = tooLarge(task, size: result.size, attempts: result.attempts) { return failure }
     guard let expected = plan.expectation(of: task) else { return nil }
-    return BodyCheck(size: expected.size, digest: expected.digest).failure(of: result, by: .placement)
+    if let failure = BodyCheck(size: expected.size, digest: expected.digest).failure(of: result, by: .placement) {
+      return failure
+    }
+    // Every digest the checksum files give is checked, not only the one preferred.
+    for digest in expected.otherDigests {
+      if let failure = BodyCheck(digest: digest).failure(of: result, by: .placement) { return failure }
+    }
+    return nil
   }
 
   /// `too-large` when a complete body of `size` bytes is longer than the task's `max_size`.

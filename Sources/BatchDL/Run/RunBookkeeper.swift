@@ -186,7 +186,7 @@ final class RunBookkeeper: TransferObserver {
       blocked[index] = TransferFailure(
         code: .dependency,
         message: redactor.text(
-          "after: no task has the id '\(missing.id)', and the Metalink document \(missing.document), which may have listed it, failed"
+          "after: no task has the id '\(missing.id)', and \(missing.why)"
         ))
     }
     // Waiting is transitive: go round until no request joins (each round adds one at least).
