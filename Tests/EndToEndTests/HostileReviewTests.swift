@@ -793,12 +793,9 @@ import Testing
     #expect(typo.stderr.contains("after: no task has the id 'n/flag'"), "\(typo.stderr)")
   }
 
-  /// A list's secret headers are given with its lines' URLs: a checksum file at another origin
-  /// should never get them (an index's and a task's do not). Today it does: `checksumSpecs` treats
-  /// a list's headers like the session's, by design; which origin a list's secrets belong to is a
-  /// decision for the owners of the secrets rule (see the review's report).
-  @Test(.disabled("a list's secret headers reach a checksum file at another origin: a design decision is pending"))
-  func aListsSecretsStayWithItsLinesNotWithAChecksumFileElsewhere() throws {
+  /// A list's secret headers are given with its lines' URLs: a checksum file never gets them (an
+  /// index's and a task's go only to their own origin).
+  @Test func aListsSecretsStayWithItsLinesNotWithAChecksumFileElsewhere() throws {
     let fixture = try RunFixture()
     let other = try TestHTTPServer()
     defer { other.stop() }

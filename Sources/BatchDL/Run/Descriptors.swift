@@ -47,7 +47,7 @@ public enum Descriptors {
     var set = DescriptorSet()
     // Metalink documents, checksum files and signatures by URL, and the first page of each index.
     for (index, session) in manifest.sessions.enumerated() {
-      for spec in checksumSpecs(of: session) {
+      for spec in checksumSpecs(of: session, redactor: fetcher.redactor) {
         for source in spec.specs.files {
           if source.isURL {
             fetcher.want(
@@ -135,7 +135,7 @@ public enum Descriptors {
     for item in crawls { set.listings[item.key] = item.crawl }
     // Checksum files: read, checked, parsed.
     for session in manifest.sessions {
-      for spec in checksumSpecs(of: session) {
+      for spec in checksumSpecs(of: session, redactor: fetcher.redactor) {
         for source in spec.specs.files {
           let key = DescriptorSet.key(of: source, keyring: spec.specs.keyring, for: session, in: manifest)
           guard set.checksums[key] == nil else { continue }
@@ -148,16 +148,23 @@ public enum Descriptors {
 
   /// The `checksums:` keys of a session and its entries, with the headers their files are fetched
   /// with, and the origin those headers' secrets belong to: a task's or an index's headers were
-  /// given with its URL, and go to a checksum file at another origin without their secrets (nil:
-  /// the checksum file's own URL, for the session's headers and a list's).
-  static func checksumSpecs(of session: Session) -> [(specs: ChecksumSpec, headers: [Header], origin: String?)] {
+  /// given with its URL, and go to a checksum file at another origin without their secrets; a
+  /// list's secrets never go (its lines have many origins); nil: the checksum file's own URL, for
+  /// the session's headers.
+  static func checksumSpecs(
+    of session: Session, redactor: Redactor
+  ) -> [(specs: ChecksumSpec, headers: [Header], origin: String?)] {
     var found: [(specs: ChecksumSpec, headers: [Header], origin: String?)] = []
     if let own = session.checksums { found.append((own, [], nil)) }
     for entry in session.tasks {
       guard let specs = entry.checksums else { continue }
       switch entry {
       case .task(let spec): found.append((specs, spec.headers, spec.headers.isEmpty ? nil : spec.url))
-      case .list(let spec): found.append((specs, spec.headers, nil))
+      // A list's secrets belong to its lines' origins, which are many: none of them goes to a
+      // checksum file (its other headers, and the session's, do).
+      case .list(let spec):
+        let secret = redactor.originOnly(spec.headers)
+        found.append((specs, spec.headers.filter { !secret.contains($0.name.lowercased()) }, nil))
       case .index(let spec): found.append((specs, spec.headers, spec.headers.isEmpty ? nil : spec.url))
       case .metalink: break
       }
