@@ -230,7 +230,10 @@ extension PlanBuilder {
       guard let waited = covered[url] else { continue }
       var dependencies = Set(requests[Int(request)].dependencies)
       for other in waited where other != request && Int(other) < requests.count {
-        if dependencies.insert(other).inserted { requests[Int(request)].dependencies.append(other) }
+        if dependencies.insert(other).inserted {
+          requests[Int(request)].dependencies.append(other)
+          publishWaits[request, default: []].insert(other)
+        }
       }
     }
   }

@@ -134,6 +134,9 @@ package struct PlanBuilder {
   /// What a download of a checksum file or signature given by URL must be, by session and
   /// normalized URL: the descriptor's SHA-256, or the document's failure (`orderPublishing`).
   package var documentPins: [Int32: [String: ChecksumVerdict]] = [:]
+  /// The waits `orderPublishing` added (request → the requests it waits for): they order a shard's
+  /// work but do not join requests into one shard.
+  package var publishWaits: [Int32: Set<Int32>] = [:]
   /// The documents (normalized URLs) the last `checksumVerdict` consulted.
   package var lastCoverage: [String] = []
   /// Memos of `documentKey` and `checksumKey`.

@@ -56,7 +56,10 @@ extension PlanBuilder {
       return root
     }
     for (index, request) in requests.enumerated() {
-      for dependency in request.dependencies {
+      // A mirrored checksum file waits for the files it covers, but does not pull them all into
+      // its shard: each shard places it after its own files.
+      let publishing = publishWaits[Int32(index)] ?? []
+      for dependency in request.dependencies where !publishing.contains(dependency) {
         let a = find(Int32(index))
         let b = find(dependency)
         if a != b { parent[Int(a)] = b }

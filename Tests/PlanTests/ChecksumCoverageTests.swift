@@ -179,3 +179,26 @@ extension ChecksumCoverageTests {
     #expect(refusal(plan, "c.iso")?.code == .checksumMissing)
   }
 }
+
+extension ChecksumCoverageTests {
+  @Test func theMirroredChecksumFileWaitsButDoesNotPullItsFilesIntoOneShard() throws {
+    let names = (0..<8).map { "f\($0).iso" }
+    // Distinct digests: files of one content would be one request.
+    let sums = names.enumerated().map { "\(String(repeating: String($0.offset), count: 64))  \($0.element)\n" }.joined()
+    let tasks = names.map { "      - download: https://h/pub/\($0)" }.joined(separator: "\n")
+    let (plan, _) = try plan(
+      """
+      version: 1
+      sessions:
+        s:
+          checksums: https://h/pub/SHA256SUMS
+          tasks:
+      \(tasks)
+            - download: https://h/pub/SHA256SUMS
+      """, ["https://h/pub/SHA256SUMS": .success(sums)])
+    let sums256 = try #require(task(plan, "SHA256SUMS"))
+    #expect(plan.requests[Int(sums256.request)].dependencies.count == names.count)
+    let keys = names.compactMap { task(plan, $0) }.map { plan.requests[Int($0.request)].shardKey }
+    #expect(Set(keys).count == names.count, "each file keeps its own shard key")
+  }
+}
