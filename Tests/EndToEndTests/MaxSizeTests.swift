@@ -315,7 +315,8 @@ import Testing
   }
 
   /// An `index:` entry's max_size holds for each listed file; the listings themselves and the
-  /// checksum file, read as descriptors, are not held to it.
+  /// checksum file, read as descriptors, are not held to it. nginx lists sizes to the byte, so a
+  /// file listed larger is left out before it is asked for, as one task `PAGE#PATH`.
   @Test func anIndexEntrysMaxSizeHoldsForEachListedFile() throws {
     let fixture = try RunFixture()
     let nginx = try NginxServer(autoindex: [.init(location: "/release/", folder: "release")])
@@ -327,7 +328,8 @@ import Testing
     #expect(fixture.holds("out/release/a.txt", Array("alpha\n".utf8)))
     #expect(fixture.holds("out/release/sub/b.txt", Array("bravo bravo\n".utf8)))
     try expectNothingLeft(
-      fixture, outcome, id: "out/release/sub/deeper/c.txt", name: "out/release/sub/deeper/c.txt")
+      fixture, outcome, id: nginx.url("/release/") + "#sub/deeper/c.txt", name: "out/release/sub/deeper/c.txt")
+    #expect(nginx.requests(for: "/release/sub/deeper/c.txt").isEmpty)
   }
 
   /// Two tasks of one request: the transfer takes the larger limit, and the task with the smaller
