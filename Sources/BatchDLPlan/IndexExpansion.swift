@@ -28,11 +28,7 @@ extension PlanBuilder {
       if folder.listing == nil {
         let message = redactor.text("the listing \(page.url): \(page.failure ?? "cannot fetch it")")
         diagnostics.warning(spec.urlMark, message + "; the files under it fail with 'descriptor'")
-        record.outcome = .failed
-        record.failure = message
-        record.task = PlannedTask(
-          session: Int32(sessionIndex), entry: Int32(entryIndex), line: 0, kind: .download, request: -1,
-          nextSharing: -1, id: text.append(page.url), url: text.append(page.url), to: .none)
+        fail(&record, message)
       } else if let listing = folder.listing, !listing.isComplete {
         // A page a limit cut short (its entries, its links): the files it lists run, but those
         // past the cut are missing from the plan, not gone upstream. The page fails as one task,
@@ -40,11 +36,7 @@ extension PlanBuilder {
         let cut = listing.diagnostics.last { $0.severity == .error }.map { "\($0.mark): \($0.message)" }
         let message = redactor.text("the listing \(page.url) is incomplete: \(cut ?? "a limit cut it short")")
         diagnostics.warning(spec.urlMark, message + "; the files it lists run, and it fails with 'descriptor'")
-        record.outcome = .failed
-        record.failure = message
-        record.task = PlannedTask(
-          session: Int32(sessionIndex), entry: Int32(entryIndex), line: 0, kind: .download, request: -1,
-          nextSharing: -1, id: text.append(page.url), url: text.append(page.url), to: .none)
+        fail(&record, message)
       } else if let problem = page.failure {
         diagnostics.warning(spec.urlMark, redactor.text("the listing \(page.url): \(problem)"))
       }
@@ -141,6 +133,16 @@ extension PlanBuilder {
     if files.isEmpty && crawl.folders.allSatisfy({ $0.listing != nil }) {
       diagnostics.warning(spec.urlMark, "the listing \(masked) shows no file that include:/exclude: select")
     }
+  }
+
+  /// Makes a listing page's record fail in the run as one task (id and URL: the page's), with
+  /// `descriptor` and `message` (masked).
+  private mutating func fail(_ record: inout PlannedDescriptor, _ message: String) {
+    record.outcome = .failed
+    record.failure = message
+    record.task = PlannedTask(
+      session: record.session, entry: record.entry, line: 0, kind: .download, request: -1, nextSharing: -1,
+      id: text.append(record.url), url: text.append(record.url), to: .none)
   }
 
   /// Records a file a document names that the plan leaves out: it fails in the run with `code`, as a
