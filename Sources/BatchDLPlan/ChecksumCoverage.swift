@@ -239,14 +239,14 @@ extension PlanBuilder {
   }
 
   /// Applies a document's pin to the download of it at `index`, unless the task gives a digest
-  /// of its own (`sha256:`, a list line's column).
+  /// of its own (`sha256:`, `sha512:`, a list line's column).
   private mutating func pinDocument(_ index: Int, _ pin: ChecksumVerdict) {
     let task = tasks[index]
     guard task.expectation < 0 else { return }
     var size: Int64?
     let entries = manifest.sessions[Int(task.session)].tasks
     if entries.indices.contains(Int(task.entry)), case .task(let spec) = entries[Int(task.entry)] {
-      if spec.sha256 != nil { return }
+      if spec.sha256 != nil || spec.sha512 != nil { return }
       size = spec.size
     }
     switch pin {

@@ -1,3 +1,4 @@
+import TestServer
 import TestSupport
 import Testing
 
@@ -31,7 +32,9 @@ import Testing
           let key = DescriptorSet.key(of: source, keyring: spec.keyring, for: session, in: manifest)
           var document = ChecksumDocument(display: source.location, url: source.location, outcome: .fetched)
           switch documents[source.location] {
-          case .success(let text): document.file = ChecksumFile.parse(Array(text.utf8), file: source.location)
+          case .success(let text):
+            document.file = ChecksumFile.parse(Array(text.utf8), file: source.location)
+            document.sha256 = SHA256Digest.hex(Array(text.utf8))
           case .failure(let failure): document.failure = failure
           case nil: document.outcome = .missing
           }
@@ -200,5 +203,24 @@ extension ChecksumCoverageTests {
     #expect(plan.requests[Int(sums256.request)].dependencies.count == names.count)
     let keys = names.compactMap { task(plan, $0) }.map { plan.requests[Int($0.request)].shardKey }
     #expect(Set(keys).count == names.count, "each file keeps its own shard key")
+  }
+}
+
+extension ChecksumCoverageTests {
+  @Test func aMirroredChecksumFileWithItsOwnSHA512KeepsIt() throws {
+    let own = String(repeating: "e", count: 128)
+    let (plan, _) = try plan(
+      """
+      version: 1
+      sessions:
+        s:
+          checksums: https://h/pub/SHA256SUMS
+          tasks:
+            - download: https://h/pub/a.iso
+            - download: https://h/pub/SHA256SUMS
+              sha512: \(own)
+      """, ["https://h/pub/SHA256SUMS": .success("\(Self.a)  a.iso\n")])
+    let sums = try #require(task(plan, "SHA256SUMS"))
+    #expect(plan.expectation(of: sums)?.digest == ExpectedDigest(algorithm: .sha512, hex: own))
   }
 }
