@@ -10,11 +10,18 @@ public struct FetchedDocument: Sendable {
   public var problem: String?
   /// The response's `Content-Type` (an index page's format), when known.
   public var contentType: String?
+  /// SHA-256 of `body`, as the copy's metadata keeps it (computed once, when the body came).
+  public var sha256: String?
 
-  public init(outcome: DescriptorOutcome, body: [UInt8]? = nil, problem: String? = nil) {
+  public init(
+    outcome: DescriptorOutcome, body: [UInt8]? = nil, problem: String? = nil, contentType: String? = nil,
+    sha256: String? = nil
+  ) {
     self.outcome = outcome
     self.body = body
     self.problem = problem
+    self.contentType = contentType
+    self.sha256 = sha256
   }
 }
 

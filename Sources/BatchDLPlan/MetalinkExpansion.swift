@@ -21,7 +21,7 @@ extension PlanBuilder {
         ?? FetchedDocument(outcome: .missing)
       var record = PlannedDescriptor(
         session: Int32(sessionIndex), entry: Int32(entryIndex), url: masked, outcome: fetched.outcome,
-        sha256: fetched.body.map { SHA256.hash(data: $0).hexString })
+        sha256: fetched.sha256 ?? fetched.body.map { SHA256.hash(data: $0).hexString })
       if let problem = fetched.problem, fetched.outcome != .failed {
         diagnostics.warning(spec.documentMark, "the Metalink document \(masked): \(problem)")
       }

@@ -104,7 +104,7 @@ public enum Descriptors {
           let document = fetcher.documents[key] ?? FetchedDocument(outcome: .missing)
           let masked = fetcher.redactor.url(folder.url)
           var page = ListingPage(
-            url: masked, outcome: document.outcome, sha256: document.body.map { SHA256.hash(data: $0).hexString })
+            url: masked, outcome: document.outcome, sha256: document.sha256)
           var listing: DirectoryIndex.Listing?
           if let body = document.body {
             let parsed = DirectoryIndex.parse(
@@ -194,6 +194,7 @@ public enum Descriptors {
         ?? FetchedDocument(outcome: .missing)
       document.outcome = fetched.outcome
       document.problem = fetched.problem
+      document.sha256 = fetched.sha256
       guard let body = fetched.body else {
         if fetched.outcome == .missing { return document }
         return fail(.descriptor, "the checksum file \(display): \(fetched.problem ?? "cannot fetch it")")
@@ -207,8 +208,8 @@ public enum Descriptors {
         return fail(.descriptor, "cannot read the checksum file \(display): \(error.reason)")
       }
       document.outcome = .fetched
+      document.sha256 = SHA256.hash(data: bytes).hexString
     }
-    document.sha256 = SHA256.hash(data: bytes).hexString
     var parsed: ChecksumFile
     if let keyring {
       let keyringPath = FileAccess.resolve(keyring, against: manifest.directory)
@@ -221,7 +222,7 @@ public enum Descriptors {
           let fetched =
             fetcher.documents[DescriptorSet.key(of: signature, for: session, in: manifest)]
             ?? FetchedDocument(outcome: .missing)
-          document.signature = (shown, fetched.outcome, fetched.body.map { SHA256.hash(data: $0).hexString })
+          document.signature = (shown, fetched.outcome, fetched.sha256)
           guard let body = fetched.body else {
             if fetched.outcome == .missing { return document }
             return fail(.signature, "the signature \(shown) of \(display): \(fetched.problem ?? "cannot fetch it")")
@@ -274,40 +275,29 @@ public enum Descriptors {
       var meta = DescriptorMeta(
         url: masked, etag: etag, lastModified: lastModified, sha256: SHA256.hash(data: body).hexString)
       meta.contentType = contentType
+      let fetched = FetchedDocument(outcome: .fetched, body: body, contentType: contentType, sha256: meta.sha256)
       // The same bytes with the same metadata (a page without validators, fetched whole again):
       // the stored copy stays as it is.
-      if let stored, stored.meta == meta {
-        var document = FetchedDocument(outcome: .fetched, body: body)
-        document.contentType = contentType
-        return document
-      }
+      if let stored, stored.meta == meta { return fetched }
       do {
         try AtomicFile.makeParent(of: files.body)
         try AtomicFile.write(body, to: files.body)
         try AtomicFile.write(meta.json, to: files.meta)
       } catch {
         // The document is used all the same; the next command fetches it again.
-        var document = FetchedDocument(outcome: .fetched, body: body, problem: "cannot store a copy: \(error)")
-        document.contentType = contentType
-        return document
+        var unstored = fetched
+        unstored.problem = "cannot store a copy: \(error)"
+        return unstored
       }
-      var document = FetchedDocument(outcome: .fetched, body: body)
-      document.contentType = contentType
-      return document
+      return fetched
     case .notModified:
-      if let stored {
-        var document = FetchedDocument(outcome: .notModified, body: stored.body)
-        document.contentType = stored.meta.contentType
-        return document
-      }
+      if let stored { return stored.document(.notModified) }
       return FetchedDocument(
         outcome: .failed, problem: "the server answered 304 Not Modified, but no copy is stored; run again")
     case .failed(let message):
       let masked = redactor.text(message)
-      if let stored {
-        var document = FetchedDocument(
-          outcome: .storedCopy, body: stored.body, problem: "cannot fetch it (\(masked)); the stored copy is used")
-        document.contentType = stored.meta.contentType
+      if var document = stored?.document(.storedCopy) {
+        document.problem = "cannot fetch it (\(masked)); the stored copy is used"
         return document
       }
       return FetchedDocument(outcome: .failed, problem: "cannot fetch it: \(masked)")
@@ -350,10 +340,7 @@ struct DocumentFetcher {
     let stored = StoredDescriptor.read(files)
     switch mode {
     case .stored:
-      var document =
-        stored.map { FetchedDocument(outcome: .storedCopy, body: $0.body) } ?? FetchedDocument(outcome: .missing)
-      document.contentType = stored?.meta.contentType
-      documents[key] = document
+      documents[key] = stored?.document(.storedCopy) ?? FetchedDocument(outcome: .missing)
     case .fetch:
       let merged = session.headers.merged(with: headers)
       wanted.append((key, stored, masked, files))
@@ -428,6 +415,11 @@ struct StoredDescriptor {
       SHA256.hash(data: body).hexString == meta.sha256
     else { return nil }
     return StoredDescriptor(body: body, meta: meta)
+  }
+
+  /// The copy as a document the planner uses, with `outcome`.
+  func document(_ outcome: DescriptorOutcome) -> FetchedDocument {
+    FetchedDocument(outcome: outcome, body: body, contentType: meta.contentType, sha256: meta.sha256)
   }
 }
 
