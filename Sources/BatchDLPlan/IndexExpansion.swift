@@ -28,7 +28,7 @@ extension PlanBuilder {
       if folder.listing == nil {
         let message = redactor.text("the listing \(page.url): \(page.failure ?? "cannot fetch it")")
         diagnostics.warning(spec.urlMark, message + "; the files under it fail with 'descriptor'")
-        fail(&record, message)
+        failAsOneTask(&record, message)
       } else if let listing = folder.listing, !listing.isComplete {
         // A page a limit cut short (its entries, its links): the files it lists run, but those
         // past the cut are missing from the plan, not gone upstream. The page fails as one task,
@@ -36,7 +36,7 @@ extension PlanBuilder {
         let cut = listing.diagnostics.last { $0.severity == .error }.map { "\($0.mark): \($0.message)" }
         let message = redactor.text("the listing \(page.url) is incomplete: \(cut ?? "a limit cut it short")")
         diagnostics.warning(spec.urlMark, message + "; the files it lists run, and it fails with 'descriptor'")
-        fail(&record, message)
+        failAsOneTask(&record, message)
       } else if let problem = page.failure {
         diagnostics.warning(spec.urlMark, redactor.text("the listing \(page.url): \(problem)"))
       }
@@ -45,13 +45,10 @@ extension PlanBuilder {
     if let problem = crawl.limitProblem {
       let message = redactor.text("the listing \(masked): \(problem)")
       diagnostics.warning(spec.urlMark, message)
-      descriptors.append(
-        PlannedDescriptor(
-          session: Int32(sessionIndex), entry: Int32(entryIndex), url: masked, outcome: .failed, sha256: nil,
-          failure: message,
-          task: PlannedTask(
-            session: Int32(sessionIndex), entry: Int32(entryIndex), line: 0, kind: .download, request: -1,
-            nextSharing: -1, id: text.append(masked + "#limit"), url: text.append(masked), to: .none)))
+      var record = PlannedDescriptor(
+        session: Int32(sessionIndex), entry: Int32(entryIndex), url: masked, outcome: .failed, sha256: nil)
+      failAsOneTask(&record, message, id: masked + "#limit")
+      descriptors.append(record)
     }
     // Names a page lists that cannot be names: left out, each failing as a task of its own.
     for folder in crawl.folders {
@@ -135,14 +132,16 @@ extension PlanBuilder {
     }
   }
 
-  /// Makes a listing page's record fail in the run as one task (id and URL: the page's), with
-  /// `descriptor` and `message` (masked).
-  private mutating func fail(_ record: inout PlannedDescriptor, _ message: String) {
+  /// Makes a document's record (a listing page, a Metalink document) fail in the run as one task
+  /// with `descriptor` and `message` (masked); its id and URL are the record's unless given.
+  package mutating func failAsOneTask(
+    _ record: inout PlannedDescriptor, _ message: String, id: String? = nil, url: String? = nil
+  ) {
     record.outcome = .failed
     record.failure = message
     record.task = PlannedTask(
       session: record.session, entry: record.entry, line: 0, kind: .download, request: -1, nextSharing: -1,
-      id: text.append(record.url), url: text.append(record.url), to: .none)
+      id: text.append(id ?? record.url), url: text.append(url ?? record.url), to: .none)
   }
 
   /// Records a file a document names that the plan leaves out: it fails in the run with `code`, as a

@@ -151,26 +151,17 @@ extension PlanBuilder {
   ) {
     let document = spec.isURL ? redactor.url(spec.document) : spec.document
     var id = document + "#" + (name.map { ShownText.escaped($0, limit: 200) } ?? "<file> at line \(mark.line)")
-    if refusedIDs.contains(id) { id += " (line \(mark.line))" }
-    refusedIDs.insert(id)
-    refusedFiles.append(
-      RefusedFile(
-        task: PlannedTask(
-          session: Int32(session), entry: Int32(entry), line: 0, kind: .download, request: -1, nextSharing: -1,
-          id: text.append(id), url: text.append(spec.document), to: .none),
-        code: code, message: redactor.text("\(message) (the <file> at \(mark))")))
+    if refusedIDs.contains(redactor.text(id)) { id += " (line \(mark.line))" }
+    refuseListed(
+      id: id, url: spec.document, session: session, entry: entry, code: code,
+      message: "\(message) (the <file> at \(mark))")
   }
 
   /// Makes the entry of a document that failed one task that fails with `descriptor` in the run.
   package mutating func failDescriptor(_ record: inout PlannedDescriptor, spec: MetalinkSpec, because problem: String) {
     let message = redactor.text("the Metalink document \(record.url): \(problem)")
     diagnostics.warning(spec.documentMark, message + "; the entry's files fail with 'descriptor'")
-    record.outcome = .failed
-    record.failure = message
-    let urlRef = text.append(spec.document)
-    record.task = PlannedTask(
-      session: record.session, entry: record.entry, line: 0, kind: .download, request: -1, nextSharing: -1,
-      id: text.append(record.url), url: urlRef, to: .none)
+    failAsOneTask(&record, message, url: spec.document)
   }
 }
 
