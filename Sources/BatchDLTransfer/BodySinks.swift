@@ -377,9 +377,19 @@ package final class FileSink: BodySink, @unchecked Sendable {
     return shared.withLock { state in
       if let buffer = state.spare.popLast() { return buffer }
       state.allocated += 1
-      return .allocate(byteCount: Self.bufferSize, alignment: DirectWrites.blockSize)
+      return Self.allocateBuffer()
     }
   }
+
+  /// A buffer for the queues, on huge pages where the kernel has them (`madvise(MADV_HUGEPAGE)`):
+  /// 2 MiB pages instead of 512 of 4 KiB each to fault in, to map for the copy and the hash, and
+  /// to pin for every direct write (the pinning cost 3% of a GiB's CPU on 4 KiB pages).
+  private static func allocateBuffer() -> UnsafeMutableRawBufferPointer {
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: hugePage)
+    if let base = buffer.baseAddress { _ = csystem_huge_pages(base, UInt(bufferSize)) }
+    return buffer
+  }
+  private static let hugePage = 2 << 20
 
   /// Hands the current buffer to both queues; it comes back when both are done with it.
   private func submit() {

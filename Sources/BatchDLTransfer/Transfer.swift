@@ -323,8 +323,9 @@ package final class Transfer {
         return bytes.count
       }
     }
+    guard let sink else { return 0 }
     var bytes = bytes
-    if let piece, let sink {
+    if let piece {
       let room = piece.end - sink.count
       if room <= 0 {
         reachedEnd = true
@@ -335,13 +336,13 @@ package final class Transfer {
         bytes = UnsafeRawBufferPointer(rebasing: bytes[0..<Int(room)])
       }
     }
-    if let sink, let failure = gate.overflow(at: sink.count, adding: bytes.count) {
+    if let failure = gate.overflow(at: sink.count, adding: bytes.count) {
       // Past `max_size`: the transfer stops before these bytes are written.
       callbackFailure = failure
       return 0
     }
-    guard let sink, sink.write(bytes) else {
-      callbackFailure = callbackFailure ?? self.sink?.failure
+    guard sink.write(bytes) else {
+      callbackFailure = callbackFailure ?? sink.failure
       return 0
     }
     received = sink.count

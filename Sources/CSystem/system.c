@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
@@ -23,6 +24,11 @@ int csystem_set_modified(const char *path, long long seconds) {
   return utimensat(AT_FDCWD, path, times, 0);
 }
 
+int csystem_set_modified_descriptor(int descriptor, long long seconds) {
+  struct timespec times[2] = {{.tv_sec = 0, .tv_nsec = UTIME_OMIT}, {.tv_sec = (time_t)seconds, .tv_nsec = 0}};
+  return futimens(descriptor, times);
+}
+
 int csystem_drop_cached(int descriptor, long long offset, long long length) {
   return posix_fadvise(descriptor, (off_t)offset, (off_t)length, POSIX_FADV_DONTNEED);
 }
@@ -32,4 +38,8 @@ int csystem_reserve(int descriptor, long long offset, long long length) {
     if (fallocate(descriptor, FALLOC_FL_KEEP_SIZE, (off_t)offset, (off_t)length) == 0) return 0;
     if (errno != EINTR) return errno;
   }
+}
+
+int csystem_huge_pages(void *address, unsigned long length) {
+  return madvise(address, length, MADV_HUGEPAGE) == 0 ? 0 : errno;
 }

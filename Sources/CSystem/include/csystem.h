@@ -17,6 +17,9 @@ long csystem_filesystem_type(int descriptor);
  * UTIME_OMIT); 0, or -1 with errno. */
 int csystem_set_modified(const char *path, long long seconds);
 
+/* The same for an open file (futimens). */
+int csystem_set_modified_descriptor(int descriptor, long long seconds);
+
 /* Drops the clean pages of [offset, offset + length) from the page cache (posix_fadvise
  * POSIX_FADV_DONTNEED; dirty pages and pages under writeback stay): 0, or an error number. */
 int csystem_drop_cached(int descriptor, long long offset, long long length);
@@ -27,5 +30,9 @@ int csystem_drop_cached(int descriptor, long long offset, long long length);
  * ENOSPC or EDQUOT when the filesystem cannot hold them, EOPNOTSUPP or ENOSYS when it cannot
  * reserve. Retried on EINTR. */
 int csystem_reserve(int descriptor, long long offset, long long length);
+
+/* Asks for [address, address + length) to be backed by transparent huge pages (madvise
+ * MADV_HUGEPAGE), where the kernel offers them: 0, or an error number (EINVAL where it does not). */
+int csystem_huge_pages(void *address, unsigned long length);
 
 #endif
