@@ -106,13 +106,15 @@ public enum AtomicFile {
   }
 
   /// `folder`: `path`'s folder, already open: the file is made and linked in there without
-  /// walking the folder's path again.
+  /// walking the folder's path again. `modified`: the modification time the file takes (seconds
+  /// since 1970), set before it appears at `path`, so that no reader sees it with another; a time
+  /// that cannot be set is left out (the file keeps the time of its writing).
   @discardableResult
   package static func write(
-    _ bytes: [UInt8], to path: String, makingParent: Bool = true, in folder: OpenFolder?
+    _ bytes: [UInt8], to path: String, makingParent: Bool = true, in folder: OpenFolder?, modified: Int64? = nil
   ) throws(SystemError) -> (size: Int64, modified: Int64)? {
     if makingParent { try makeParent(of: path) }
-    if let written = try writeUnnamed(bytes, to: path, in: folder) { return written }
+    if let written = try writeUnnamed(bytes, to: path, in: folder, modified: modified) { return written }
     let temporary = PartialFile.path(of: path)
     let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
     guard fd >= 0 else { throw SystemError("create \(temporary)") }
@@ -122,6 +124,7 @@ public enum AtomicFile {
       unlink(temporary)
       throw error
     }
+    if let modified { FileAccess.setModified(descriptor: fd, seconds: modified) }
     let status = FileAccess.status(descriptor: fd)
     close(fd)
     guard rename(temporary, path) == 0 else {
@@ -141,7 +144,7 @@ public enum AtomicFile {
   /// folder three times). Nil, with nothing left behind, when the filesystem has no unnamed
   /// files or something is at `path` already: the caller goes the named way.
   private static func writeUnnamed(
-    _ bytes: [UInt8], to path: String, in folder: OpenFolder?
+    _ bytes: [UInt8], to path: String, in folder: OpenFolder?, modified: Int64?
   ) throws(SystemError) -> (size: Int64, modified: Int64)? {
     // In the open folder by name, else by path from the working directory.
     let base = folder?.descriptor ?? AT_FDCWD
@@ -151,6 +154,7 @@ public enum AtomicFile {
     guard fd >= 0 else { return nil }
     defer { close(fd) }
     guard bytes.withUnsafeBytes({ SystemCalls.writeAll(fd, $0) }) else { throw SystemError("write \(path)") }
+    if let modified { FileAccess.setModified(descriptor: fd, seconds: modified) }
     let status = FileAccess.status(descriptor: fd)
     // The name is the end of `path`'s C string: no String is made for it.
     let nameStart = folder != nil ? FileAccess.nameStart(of: path) : 0

@@ -70,6 +70,13 @@ public enum FileAccess {
     return seconds * 1_000_000_000
   }
 
+  /// The same for an open file: before it is linked or renamed into place, so that it appears
+  /// there with its time.
+  @discardableResult
+  public static func setModified(descriptor: Int32, seconds: Int64) -> Bool {
+    csystem_set_modified_descriptor(descriptor, seconds) == 0
+  }
+
   /// The same for an open file.
   public static func status(descriptor: Int32) -> (size: Int64, modified: Int64)? {
     var info = stat()

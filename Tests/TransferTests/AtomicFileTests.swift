@@ -35,6 +35,29 @@ import Testing
     #expect(lstat(folder.path + "/link.txt", &info) == 0 && info.st_mode & S_IFMT == S_IFREG)
   }
 
+  /// A held body placed with its server's time: the time is on the file before it is linked or
+  /// renamed in (the status returned is read from the file before that), never set after.
+  @Test func aGivenTimeIsOnTheFileBeforeItAppears() throws {
+    let folder = TemporaryDirectory()
+    let open = try #require(OpenFolder(path: folder.path))
+    let seconds: Int64 = 1_500_000_000
+    for (name, existing, inFolder) in [
+      ("fresh.bin", false, false), ("replaced.bin", true, false), ("opened.bin", false, true),
+    ] {
+      let path = folder.path + "/" + name
+      if existing { _ = FileManager.default.createFile(atPath: path, contents: Data([7])) }
+      let written = try AtomicFile.write(
+        [1, 2, 3], to: path, makingParent: false, in: inFolder ? open : nil, modified: seconds)
+      #expect(written?.modified == seconds * 1_000_000_000, "\(name)")
+      #expect(FileAccess.status(path)?.modified == seconds * 1_000_000_000, "\(name)")
+      #expect(FileManager.default.contents(atPath: path) == Data([1, 2, 3]))
+    }
+    #expect(
+      try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == [
+        "fresh.bin", "opened.bin", "replaced.bin",
+      ])
+  }
+
   @Test func theWrittenFilesSizeAndTimeAreReturnedAsAStatReadsThem() throws {
     let folder = TemporaryDirectory()
     for (name, existing) in [("fresh.bin", false), ("replaced.bin", true)] {

@@ -27,15 +27,16 @@ final class FilePlacer {
     lastFolder = nil
   }
 
-  /// Writes a body kept in memory to `path` (whose folder `prepare` returned) in one step;
-  /// returns the file's size and time as written.
+  /// Writes a body kept in memory to `path` (whose folder `prepare` returned) in one step, with
+  /// the modification time `modified` (seconds) when given; returns the file's size and time as
+  /// written.
   func write(
-    _ body: [UInt8], to path: String, folder: String, naming destination: String
+    _ body: [UInt8], to path: String, folder: String, naming destination: String, modified: Int64? = nil
   ) throws(TransferFailure)
     -> (size: Int64, modified: Int64)?
   {
     do throws(SystemError) {
-      return try AtomicFile.write(body, to: path, makingParent: false, in: openFolder(folder))
+      return try AtomicFile.write(body, to: path, makingParent: false, in: openFolder(folder), modified: modified)
     } catch {
       throw TransferFailure.system(errno: error.code, doing: "write \(destination)")
     }
@@ -142,8 +143,9 @@ final class FilePlacer {
     return String(cString: resolved)
   }
 
-  /// Copies `source` to `path` through a partial file and a rename.
-  static func copy(_ source: String, to path: String) throws(TransferFailure) {
+  /// Copies `source` to `path` through a partial file and a rename; the copy takes the
+  /// modification time `modified` (seconds) before it is renamed into place, when given.
+  static func copy(_ source: String, to path: String, modified: Int64? = nil) throws(TransferFailure) {
     let partial = Plan.partialPath(of: path)
     let input = open(source, O_RDONLY | O_CLOEXEC)
     guard input >= 0 else { throw TransferFailure.system(errno: errno, doing: "read \(source)") }
@@ -151,6 +153,7 @@ final class FilePlacer {
     let output = open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
     guard output >= 0 else { throw TransferFailure.system(errno: errno, doing: "create \(partial)") }
     let failed = copyByReading(input, output, partial)
+    if failed == nil, let modified { FileAccess.setModified(descriptor: output, seconds: modified) }
     Glibc.close(output)
     if let failed {
       unlink(partial)

@@ -56,13 +56,12 @@ extension RunBookkeeper {
       do throws(TransferFailure) {
         let folder = try placer.prepare(path, for: task)
         var written: (size: Int64, modified: Int64)?
+        let kept = keptTime(task, result)
+        // The time goes on before the file is in place: a reader never sees it with another.
         if let source = result.file {
-          try FilePlacer.copy(source, to: path)
+          try FilePlacer.copy(source, to: path, modified: kept)
         } else {
-          written = try placer.write(result.body ?? [], to: path, folder: folder, naming: destination)
-        }
-        if let seconds = keptTime(task, result), let modified = FileAccess.setModified(path, seconds: seconds) {
-          written?.modified = modified
+          written = try placer.write(result.body ?? [], to: path, folder: folder, naming: destination, modified: kept)
         }
         emit(.finished(task: outcome.id, to: outcome.to ?? ""))
         recorder.placed(task, request: request, at: path)
