@@ -493,11 +493,13 @@ import Testing
           tasks: [{download: BASE/two, to: a.txt}]
       """)
     defer { try? FileManager.default.removeItem(atPath: "/tmp/batchdl-ids-\(getpid())") }
-    #expect(try fixture.run().status == 0)
+    let first = try fixture.run()
+    #expect(first.status == 0, "\(first.stderr)")
     let ids = try fixture.tasks().keys.sorted()
     #expect(ids.count == 2 && Set(ids).count == 2, "\(ids)")
     fixture.server.clearLog()
-    #expect(try fixture.run().status == 0)
+    let second = try fixture.run()
+    #expect(second.status == 0, "\(second.stderr)")
     #expect(fixture.server.requests(for: "/one").isEmpty && fixture.server.requests(for: "/two").isEmpty)
   }
 }
