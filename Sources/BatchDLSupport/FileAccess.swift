@@ -64,7 +64,8 @@ public enum FileAccess {
   }
 
   /// Sets a file's modification time (seconds since 1970), leaving its access time; returns the
-  /// time as `status` gives it (nanoseconds), or nil when it could not be set.
+  /// time as `status` gives it (nanoseconds), or nil when it could not be set. A symbolic link
+  /// put at `path` is not followed: the time never lands on a file it points to.
   public static func setModified(_ path: String, seconds: Int64) -> Int64? {
     guard csystem_set_modified(path, seconds) == 0 else { return nil }
     return seconds * 1_000_000_000

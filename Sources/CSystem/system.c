@@ -21,7 +21,7 @@ long csystem_filesystem_type(int descriptor) {
 
 int csystem_set_modified(const char *path, long long seconds) {
   struct timespec times[2] = {{.tv_sec = 0, .tv_nsec = UTIME_OMIT}, {.tv_sec = (time_t)seconds, .tv_nsec = 0}};
-  return utimensat(AT_FDCWD, path, times, 0);
+  return utimensat(AT_FDCWD, path, times, AT_SYMLINK_NOFOLLOW);
 }
 
 int csystem_set_modified_descriptor(int descriptor, long long seconds) {

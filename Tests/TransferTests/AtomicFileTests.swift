@@ -58,6 +58,18 @@ import Testing
       ])
   }
 
+  /// A partial file swapped for a symbolic link before its time is set: the time stays off the
+  /// file the link points to.
+  @Test func aTimeSetByPathNeverFollowsALink() throws {
+    let folder = TemporaryDirectory()
+    let target = folder.path + "/elsewhere.txt"
+    _ = FileManager.default.createFile(atPath: target, contents: Data("keep".utf8))
+    let before = try #require(FileAccess.status(target)?.modified)
+    #expect(symlink(target, folder.path + "/file.batchdl-part") == 0)
+    _ = FileAccess.setModified(folder.path + "/file.batchdl-part", seconds: 1_000_000_000)
+    #expect(FileAccess.status(target)?.modified == before)
+  }
+
   @Test func theWrittenFilesSizeAndTimeAreReturnedAsAStatReadsThem() throws {
     let folder = TemporaryDirectory()
     for (name, existing) in [("fresh.bin", false), ("replaced.bin", true)] {

@@ -14,7 +14,8 @@ int csystem_empty_path_flag(void);
 /* The filesystem's type (statfs f_type, e.g. 0xEF53 for ext2/3/4), or -1 when it cannot be read. */
 long csystem_filesystem_type(int descriptor);
 /* Sets a file's modification time to `seconds` since 1970, leaving its access time (utimensat with
- * UTIME_OMIT); 0, or -1 with errno. */
+ * UTIME_OMIT); a symbolic link at `path` is not followed (its own time is set). 0, or -1 with
+ * errno. */
 int csystem_set_modified(const char *path, long long seconds);
 
 /* The same for an open file (futimens). */
