@@ -15,8 +15,9 @@ public final class Engine {
   package final class BuiltJob {
     /// The job as its source made it, kept whole: taking its spec out would copy it.
     private var job: TransferJob
+    /// Read in place (`_read`): a getter would copy the whole spec for each field read.
     package var spec: TransferSpec {
-      get { job.spec }
+      _read { yield job.spec }
       _modify { yield &job.spec }
     }
     package var failure: TransferFailure? { job.failure }
@@ -191,8 +192,7 @@ public final class Engine {
 
   package func start(_ job: Int, now: UInt64) {
     let built = built(job)
-    let spec = built.spec
-    let onDisk = !spec.extents.isEmpty && spec.resume?.total != nil && spec.target.path != nil
+    let onDisk = !built.spec.extents.isEmpty && built.spec.resume?.total != nil && built.spec.target.path != nil
     perform(
       self.built(job).life.turnCame(
         now: now, refused: built.failure, policy: built.admission?(), segmentsOnDisk: onDisk),
@@ -292,16 +292,17 @@ public final class Engine {
 
   /// A transfer with its session's share, added to the multi handle: on a spare handle of the
   /// session when one takes the receive buffer (`EasyHandle.accepts`), else on a new one.
-  package func makeTransfer(_ job: Int, spec: TransferSpec, timeout: Interval?) throws -> Transfer {
+  package func makeTransfer(_ job: Int, spec: consuming TransferSpec, timeout: Interval?) throws -> Transfer {
     let key = spec.sessionKey
     let buffer = Transfer.receiveBuffer(for: spec)
     let multiplexed = admission.multiplexedHosts.contains(spec.hostKey)
     let spare = spareHandles[key]?.popLast().flatMap {
       $0.accepts(receiveBuffer: buffer, multiplexed: multiplexed) ? $0 : nil
     }
+    let cookieJar = spec.cookieJar
     let transfer = try Transfer(
       job: job, spec: spec, timeout: timeout, easy: spare ?? EasyHandle(receiveBuffer: buffer))
-    let share = shares[key] ?? SessionShare(cookieJar: spec.cookieJar)
+    let share = shares[key] ?? SessionShare(cookieJar: cookieJar)
     shares[key] = share
     try share.attach(transfer.easy)
     try multi.add(transfer.easy)

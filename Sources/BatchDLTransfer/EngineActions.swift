@@ -34,7 +34,7 @@ extension Engine {
       end.cancelled = cancelled
       end.bodyBytes = transfer.bodyBytesReceived
       end.responseComplete = transfer.parser.complete
-      end.multiplexed = Self.mayMultiplex(transfer.spec) || admission.multiplexedHosts.contains(transfer.spec.hostKey)
+      end.multiplexed = transfer.spec.mayMultiplex || admission.multiplexedHosts.contains(transfer.spec.hostKey)
       end.retryAfterSeconds = Int64(transfer.easy.info(offset: CURLINFO_RETRY_AFTER))
       end.resumePoint = transfer.resumePoint
       end.wroteFile = transfer.fileSink != nil
@@ -149,15 +149,6 @@ extension Engine {
     built.spec.hostKey = next.hostKey
     built.spec.sourceHeaders = next.headers
     requeue(job)
-  }
-
-  /// Whether a request may go over HTTP/2 and be sent again safely: before the first response of
-  /// its host says so, its first requests may already have shared a connection that a GOAWAY
-  /// ended. Only a GET or HEAD: whether an unknown server processed anything else is not known.
-  package static func mayMultiplex(_ spec: TransferSpec) -> Bool {
-    let method = spec.method.uppercased()
-    guard method == "GET" || method == "HEAD" else { return false }
-    return spec.httpVersion == .http2 || (spec.httpVersion == .auto && spec.url.utf8.starts(with: "https:".utf8))
   }
 
   /// Queues a job again on the host of its spec's URL.

@@ -15,7 +15,7 @@ extension Engine {
     else { return }
     let head = transfer.head
     let minimum = max(1, transfer.spec.minSegmentSize)
-    var plainGet = transfer.spec.method.uppercased() == "GET"
+    var plainGet = transfer.spec.method(is: "GET")
     if case .none = transfer.spec.body {} else { plainGet = false }
     // Only a plain GET is asked again in ranges (a POST would be sent again with each).
     guard

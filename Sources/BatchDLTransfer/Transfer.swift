@@ -44,13 +44,13 @@ package final class Transfer {
   package private(set) var expected: Int64 = -1
 
   /// `easy`: a new handle, or a reset one of the session's that `accepts` the receive buffer.
-  package init(job: Int, spec: TransferSpec, timeout: Interval?, easy: EasyHandle) throws {
+  package init(job: Int, spec: consuming TransferSpec, timeout: Interval?, easy: EasyHandle) throws {
     self.job = job
     self.spec = spec
     gate = BodyGate(
       asked: spec.resume.map { BodyGate.Asked(start: $0.offset, end: spec.rangeEnd, total: $0.total) },
       ifRange: spec.resume?.validator.ifRange,
-      conditional: spec.conditional != nil, isHead: spec.method.uppercased() == "HEAD", decodes: spec.decodeContent,
+      conditional: spec.conditional != nil, isHead: spec.method(is: "HEAD"), decodes: spec.decodeContent,
       maxSize: spec.maxSize)
     self.easy = easy
     try configure(timeout: timeout)

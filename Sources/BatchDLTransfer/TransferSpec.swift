@@ -77,6 +77,20 @@ public struct TransferSpec: Sendable {
   }
 
   public var method: String
+
+  /// Whether `method` is `name` (given in upper case), in any case, without making a string: asked
+  /// for every transfer.
+  package func method(is name: String) -> Bool {
+    method.utf8.count == name.utf8.count && zip(method.utf8, name.utf8).allSatisfy { $0 & 0xDF == $1 }
+  }
+
+  /// Whether the request may go over HTTP/2 and be sent again safely: before the first response of
+  /// its host says so, its first requests may already have shared a connection that a GOAWAY
+  /// ended. Only a GET or HEAD: whether an unknown server processed anything else is not known.
+  package var mayMultiplex: Bool {
+    guard method(is: "GET") || method(is: "HEAD") else { return false }
+    return httpVersion == .http2 || (httpVersion == .auto && url.utf8.starts(with: "https:".utf8))
+  }
   public var url: String
   /// `Name: value` lines.
   public var headers: [String]
