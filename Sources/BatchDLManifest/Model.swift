@@ -385,4 +385,24 @@ public enum TaskEntry: Sendable {
     case .index(let spec): return spec.checksums
     }
   }
+
+  /// The entry's own `max_size:` (nil: its session's).
+  public var maxSize: Int64? {
+    switch self {
+    case .task(let spec): return spec.maxSize
+    case .list(let spec): return spec.maxSize
+    case .metalink(let spec): return spec.maxSize
+    case .index(let spec): return spec.maxSize
+    }
+  }
+
+  /// The entry's own `preserve_mtime:` (nil: its session's).
+  public var preserveMtime: Bool? {
+    switch self {
+    case .task(let spec): return spec.preserveMtime
+    case .list(let spec): return spec.preserveMtime
+    case .metalink(let spec): return spec.preserveMtime
+    case .index(let spec): return spec.preserveMtime
+    }
+  }
 }

@@ -302,11 +302,6 @@ extension PlanBuilder {
   /// The `max_size` of the tasks of an entry: its own, else its session's.
   package func maxSize(of context: EntryContext) -> Int64? {
     let session = manifest.sessions[Int(context.session)]
-    switch session.tasks[Int(context.entry)] {
-    case .task(let spec): return spec.maxSize ?? session.maxSize
-    case .list(let spec): return spec.maxSize ?? session.maxSize
-    case .metalink(let spec): return spec.maxSize ?? session.maxSize
-    case .index(let spec): return spec.maxSize ?? session.maxSize
-    }
+    return session.tasks[Int(context.entry)].maxSize ?? session.maxSize
   }
 }

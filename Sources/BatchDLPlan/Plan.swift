@@ -201,14 +201,7 @@ public struct Plan: Sendable {
 
   /// The `max_size` a task's response may not pass: the entry's, else its session's; nil for none.
   public func maxSize(of task: PlannedTask) -> Int64? {
-    let own: Int64?
-    switch entry(of: task) {
-    case .task(let spec): own = spec.maxSize
-    case .list(let spec): own = spec.maxSize
-    case .metalink(let spec): own = spec.maxSize
-    case .index(let spec): own = spec.maxSize
-    }
-    return own ?? manifest.sessions[Int(task.session)].maxSize
+    entry(of: task).maxSize ?? manifest.sessions[Int(task.session)].maxSize
   }
 
   /// The `max_size` a request's transfer keeps to: the largest of its tasks' (each task is held to
@@ -244,14 +237,7 @@ public struct Plan: Sendable {
   /// Whether a task's file takes its `Last-Modified` as its modification time (`preserve_mtime`:
   /// the entry's, else its session's, default true).
   public func preservesModificationTime(of task: PlannedTask) -> Bool {
-    let own: Bool?
-    switch entry(of: task) {
-    case .task(let spec): own = spec.preserveMtime
-    case .list(let spec): own = spec.preserveMtime
-    case .metalink(let spec): own = spec.preserveMtime
-    case .index(let spec): own = spec.preserveMtime
-    }
-    return own ?? manifest.sessions[Int(task.session)].preserveMtime
+    entry(of: task).preserveMtime ?? manifest.sessions[Int(task.session)].preserveMtime
   }
 
   /// The shard of `request` among `count` shards.
