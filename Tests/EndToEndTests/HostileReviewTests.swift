@@ -19,6 +19,29 @@ import Testing
     (task?["error"] as? [String: Any])?["code"] as? String
   }
 
+  /// Serves a 100-byte file and a Metalink document that names it once for each of `names`, then
+  /// runs a manifest that fetches the document into `docs/` (`entry`: one more line of the entry).
+  static func runMetalink(
+    naming names: [String], entry: String = "", environment: [String: String] = [:]
+  ) throws -> (RunFixture, BinaryRunner.Outcome) {
+    let fixture = try RunFixture()
+    fixture.server.route("/f/x", .file(.version(1, length: 100)))
+    let document = MetalinkRunTests.document(names.map { ($0, [fixture.server.url("/f/x")], nil) })
+    fixture.server.route("/doc.meta4", .fixed(.text(200, document)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          retry: {attempts: 1}
+          tasks:
+            - metalink: BASE/doc.meta4
+              \(entry)
+              to: docs/
+      """)
+    return (fixture, try fixture.run(environment: environment))
+  }
+
   static func exists(_ fixture: RunFixture, _ name: String) -> Bool {
     var info = stat()
     return lstat(fixture.folder.path + "/" + name, &info) == 0
@@ -683,28 +706,9 @@ import Testing
   /// A Metalink document that names a file after the secret the document's origin was sent: that
   /// file fails, the manifest stays valid.
   @Test func aMetalinkNameHoldingTheSecretFailsOnlyThatFile() throws {
-    let fixture = try RunFixture()
-    fixture.server.route("/f/x", .file(.version(1, length: 100)))
-    let document = """
-      <?xml version="1.0" encoding="UTF-8"?>
-      <metalink xmlns="urn:ietf:params:xml:ns:metalink">
-        <file name="x"><url>\(fixture.server.url("/f/x"))</url></file>
-        <file name="sekrit-token"><url>\(fixture.server.url("/f/x"))</url></file>
-      </metalink>
-      """
-    fixture.server.route("/doc.meta4", .fixed(.text(200, document)))
-    fixture.manifest(
-      """
-      version: 1
-      sessions:
-        s:
-          retry: {attempts: 1}
-          tasks:
-            - metalink: BASE/doc.meta4
-              headers: {Authorization: "Bearer ${TOKEN}"}
-              to: docs/
-      """)
-    let outcome = try fixture.run(environment: ["TOKEN": "sekrit-token"])
+    let (fixture, outcome) = try HostileReviewTests.runMetalink(
+      naming: ["x", "sekrit-token"], entry: #"headers: {Authorization: "Bearer ${TOKEN}"}"#,
+      environment: ["TOKEN": "sekrit-token"])
     #expect(outcome.status == 1, "\(outcome.stderr)")
     #expect(fixture.holds("docs/x", FileResource.versionBytes(1, length: 100)))
     #expect(!fixture.files().contains { $0.contains("sekrit") }, "\(fixture.files())")
@@ -972,31 +976,8 @@ import Testing
   /// A Metalink document that names one file twice, a file and a folder of one name, and a name
   /// too long for a path: those files fail, the manifest stays valid.
   @Test func aMetalinkDocumentsClashingNamesFailAlone() throws {
-    let fixture = try RunFixture()
-    fixture.server.route("/f/x", .file(.version(1, length: 100)))
     let long = (0..<20).map { _ in String(repeating: "n", count: 250) }.joined(separator: "/")
-    let document = """
-      <?xml version="1.0" encoding="UTF-8"?>
-      <metalink xmlns="urn:ietf:params:xml:ns:metalink">
-        <file name="x"><url>\(fixture.server.url("/f/x"))</url></file>
-        <file name="./x"><url>\(fixture.server.url("/f/x"))</url></file>
-        <file name="d"><url>\(fixture.server.url("/f/x"))</url></file>
-        <file name="d/e"><url>\(fixture.server.url("/f/x"))</url></file>
-        <file name="\(long)"><url>\(fixture.server.url("/f/x"))</url></file>
-      </metalink>
-      """
-    fixture.server.route("/doc.meta4", .fixed(.text(200, document)))
-    fixture.manifest(
-      """
-      version: 1
-      sessions:
-        s:
-          retry: {attempts: 1}
-          tasks:
-            - metalink: BASE/doc.meta4
-              to: docs/
-      """)
-    let outcome = try fixture.run()
+    let (fixture, outcome) = try HostileReviewTests.runMetalink(naming: ["x", "./x", "d", "d/e", long])
     #expect(outcome.status == 1, "\(outcome.stderr.prefix(2000))")
     #expect(fixture.holds("docs/x", FileResource.versionBytes(1, length: 100)))
   }
