@@ -55,8 +55,7 @@ extension TransferSpec {
       // libcurl sends URL credentials to the same origin again; so does batchdl.
       spec.url = String(location[..<schemeEnd.upperBound]) + userInfo + "@" + location[schemeEnd.upperBound...]
     }
-    let method = method.uppercased()
-    if status == 303 && method != "HEAD" || (status == 301 || status == 302) && method == "POST" {
+    if status == 303 && !method(is: "HEAD") || (status == 301 || status == 302) && method(is: "POST") {
       spec.method = "GET"
       spec.body = .none
     }

@@ -135,13 +135,12 @@ package final class Transfer {
   }
 
   private func configureBody(_ headers: inout [String]) throws {
-    let method = spec.method.uppercased()
     switch spec.body {
     case .none:
-      switch method {
-      case "GET": break
-      case "HEAD": try easy.set(CURLOPT_NOBODY, 1)
-      default: try easy.set(CURLOPT_CUSTOMREQUEST, spec.method)
+      if spec.method(is: "HEAD") {
+        try easy.set(CURLOPT_NOBODY, 1)
+      } else if !spec.method(is: "GET") {
+        try easy.set(CURLOPT_CUSTOMREQUEST, spec.method)
       }
     case .bytes(let bytes):
       try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(bytes.count))
@@ -150,7 +149,7 @@ package final class Transfer {
           CURLOPT_COPYPOSTFIELDS,
           pointer: UnsafeMutableRawPointer(mutating: raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)))
       }
-      if method != "POST" { try easy.set(CURLOPT_CUSTOMREQUEST, spec.method) }
+      if !spec.method(is: "POST") { try easy.set(CURLOPT_CUSTOMREQUEST, spec.method) }
     case .file(let path):
       let fd = open(path, O_RDONLY | O_CLOEXEC)
       guard fd >= 0 else {
@@ -168,19 +167,19 @@ package final class Transfer {
       try easy.setCallback(CURLOPT_READFUNCTION, Transfer.readCallback)
       try easy.set(CURLOPT_SEEKDATA, pointer: context)
       try easy.setSeekCallback(Transfer.seekCallback)
-      if method == "PUT" {
+      if spec.method(is: "PUT") {
         try easy.set(CURLOPT_UPLOAD, 1)
         try easy.set(CURLOPT_INFILESIZE_LARGE, offset: size)
       } else {
         try easy.set(CURLOPT_POST, 1)
         try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: size)
-        if method != "POST" { try easy.set(CURLOPT_CUSTOMREQUEST, spec.method) }
+        if !spec.method(is: "POST") { try easy.set(CURLOPT_CUSTOMREQUEST, spec.method) }
       }
       // No `Expect: 100-continue` round trip: the servers batchdl talks to accept bodies directly.
       headers.append("Expect:")
     case .form(let parts):
       try easy.setForm(parts.map { ($0.name, $0.value, $0.file) })
-      if method != "POST" { try easy.set(CURLOPT_CUSTOMREQUEST, spec.method) }
+      if !spec.method(is: "POST") { try easy.set(CURLOPT_CUSTOMREQUEST, spec.method) }
     }
   }
 
