@@ -108,17 +108,42 @@ extension PlanBuilder {
   /// The default id of a task whose destination is `toRef`: the destination itself when it is
   /// relative to the manifest's folder, and relative to the session's `dest` when that is absolute,
   /// so that the same manifest has the same ids on every machine (another `dest`, a CI workspace).
-  /// The destination stays the id when another task has the relative one already (two sessions
-  /// with absolute `dest`s and a file of one name).
+  /// When another task has that relative id already (two sessions with absolute `dest`s and a file
+  /// of one name), the id is `SESSION:RELATIVE`, still the same on every machine; only when that is
+  /// taken too does the destination stay the id.
   package mutating func portableID(_ toRef: TextRef, session: Int32) -> TextRef {
     guard !toRef.isNone, let prefix = absoluteDestPrefix(session: session) else { return toRef }
     guard text.withBytes(toRef, { $0.count > prefix.count && $0.starts(with: prefix) }) else { return toRef }
     let bytes = text.withBytes(toRef) { Array($0.dropFirst(prefix.count)) }
-    let id = String(decoding: bytes, as: UTF8.self)
-    guard namedIDs[id] == nil, task(withDestination: id) == nil else { return toRef }
-    let relative = bytes.withUnsafeBytes { text.append($0) }
-    namedIDs[id] = Int32(tasks.count)
-    return relative
+    for candidate in [bytes, sessionQualified(bytes, session: session)] {
+      let id = String(decoding: candidate, as: UTF8.self)
+      guard namedIDs[ByteString(id)] == nil, task(withDestination: id) == nil else { continue }
+      let relative = candidate.withUnsafeBytes { text.append($0) }
+      namedIDs[ByteString(id)] = Int32(tasks.count)
+      return relative
+    }
+    return toRef
+  }
+
+  /// The id `SESSION:RELATIVE` of a file `relative` to its session's absolute `dest`.
+  package func sessionQualified(_ relative: [UInt8], session: Int32) -> [UInt8] {
+    Array(manifest.sessions[Int(session)].name.utf8) + [0x3A] + relative
+  }
+
+  /// Gives task `index`, whose default id was its destination relative to an absolute `dest`, the
+  /// id `SESSION:RELATIVE` (or its destination when that is taken), because a later task's own
+  /// destination is that relative path.
+  package mutating func qualifyPortableID(of index: Int32) {
+    let task = tasks[Int(index)]
+    let relative = text.withBytes(task.id) { Array($0) }
+    let qualified = sessionQualified(relative, session: task.session)
+    let id = String(decoding: qualified, as: UTF8.self)
+    if namedIDs[ByteString(id)] == nil, self.task(withDestination: id) == nil {
+      tasks[Int(index)].id = qualified.withUnsafeBytes { text.append($0) }
+      namedIDs[ByteString(id)] = index
+    } else {
+      tasks[Int(index)].id = task.to
+    }
   }
 
   /// A session's absolute `dest` with a final `/`, as bytes, in the form its destinations take
@@ -134,13 +159,13 @@ extension PlanBuilder {
 
   /// `hash` is `text.hash(ref)` for a destination (unused for an id).
   package func lookupDestination(_ ref: TextRef, isDestination: Bool, hash: UInt64) -> Int32? {
-    if !isDestination { return namedIDs[text.string(ref)] }
+    if !isDestination { return namedIDs[ByteString(text.string(ref))] }
     return destinations.find(hash: hash) { [text, tasks] in text.equals(tasks[Int($0)].to, ref) }
   }
 
   package mutating func insertDestination(_ ref: TextRef, task: Int32, isDestination: Bool, hash: UInt64) {
     if !isDestination {
-      namedIDs[text.string(ref)] = task
+      namedIDs[ByteString(text.string(ref))] = task
       return
     }
     destinations.insert(task, hash: hash) { [text, tasks] in text.hash(tasks[Int($0)].to) }

@@ -84,8 +84,9 @@ package struct PlanBuilder {
   package var destinations = IndexTable()
   /// The mirrors of each request with more than `unindexedMirrors` of them, by their bytes.
   package var mirrorIndex: [Int32: IndexTable] = [:]
-  /// Explicit ids and the URL ids of data tasks without `to:`.
-  package var namedIDs: [String: Int32] = [:]
+  /// Explicit ids, the URL ids of data tasks without `to:` and the relative ids under an absolute
+  /// `dest`, by their bytes (an id spelled in NFC and one in NFD are two ids, as two file names are).
+  package var namedIDs: [ByteString: Int32] = [:]
   package var explicitIDs: [(task: Int32, mark: SourceMark)] = []
   package var hosts: [String] = []
   package var hostIndex: [String: Int32] = [:]

