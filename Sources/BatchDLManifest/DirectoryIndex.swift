@@ -467,7 +467,8 @@ final class LinkResolver {
 /// What the readers of both formats share: names checked once each, duplicates, the entry limit.
 struct EntryCollector {
   var listing: Listing
-  private var seen: [String: SourceMark] = [:]
+  /// Names by their bytes: `café` in NFC and in NFD are two files upstream.
+  private var seen: [ByteString: SourceMark] = [:]
   private var full = false
 
   typealias Listing = DirectoryIndex.Listing
@@ -488,7 +489,7 @@ struct EntryCollector {
       listing.diagnostics.append(Diagnostic(.error, at: mark, message))
       return
     }
-    if let first = seen[name] {
+    if let first = seen[ByteString(name)] {
       listing.diagnostics.append(
         Diagnostic(
           .warning, at: mark,
@@ -506,7 +507,7 @@ struct EntryCollector {
         ))
       return
     }
-    seen[name] = mark
+    seen[ByteString(name)] = mark
     listing.entries.append(
       DirectoryIndex.Entry(
         name: name, isFolder: isFolder, url: url, sizeText: size, dateText: date, size: listed, mark: mark))

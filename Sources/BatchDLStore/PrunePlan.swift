@@ -133,10 +133,11 @@ public struct PrunePlan: Sendable {
     let own = records.filter { $0.session == session.name }
     guard !own.isEmpty else { return result }
     // Every destination of the plan, any session's: a file some task still names stays.
-    var named = Set<String>()
-    let wanted = Set(own.map(\.path))
+    // By their bytes: a task's `café` in NFC does not keep a placed `café` in NFD.
+    var named = Set<ByteString>()
+    let wanted = Set(own.map { ByteString($0.path) })
     for task in plan.tasks where !task.to.isNone {
-      let destination = plan.text.string(task.to)
+      let destination = ByteString(plan.text.string(task.to))
       if wanted.contains(destination) { named.insert(destination) }
     }
     let prefix = root == "/" ? "/" : root + "/"
@@ -156,7 +157,7 @@ public struct PrunePlan: Sendable {
         continue
       }
       result.recorded += 1
-      if named.contains(record.path) { continue }
+      if named.contains(ByteString(record.path)) { continue }
       let relative = String(absolute.dropFirst(prefix.count))
       switch inspect(root, relative, record) {
       case .placed: result.deletions.append(Deletion(path: record.path, relative: relative, record: record))

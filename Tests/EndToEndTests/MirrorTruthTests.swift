@@ -144,4 +144,50 @@ import Testing
     #expect(third.status == 0, "\(third.stderr)")
     #expect(try BinaryRunner.run(["status", "manifest.yaml"], in: fixture.folder.path).status == 0)
   }
+
+  // MARK: - Names are bytes
+
+  /// A listing names `café.bin` in NFC and in NFD: two files upstream, two files in the mirror.
+  @Test func aListingsNFCAndNFDNamesAreTwoFiles() throws {
+    let fixture = try RunFixture()
+    let nfc = "caf%C3%A9.bin"
+    let nfd = "cafe%CC%81.bin"
+    fixture.server.route("/pub/", HostileReviewTests.listing([nfc, nfd]))
+    fixture.server.route("/pub/" + nfc, .file(FileResource(body: Array("composed".utf8), etag: .strong("c"))))
+    fixture.server.route("/pub/" + nfd, .file(FileResource(body: Array("decomposed".utf8), etag: .strong("d"))))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          dest: m/
+          prune: {}
+          tasks:
+            - index: BASE/pub/
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(Self.contents(fixture, "m/caf\u{E9}.bin") == Array("composed".utf8))
+    #expect(Self.contents(fixture, "m/cafe\u{301}.bin") == Array("decomposed".utf8))
+    #expect(fixture.server.requests(for: "/pub/" + nfd).count == 1)
+    let report =
+      (try? JSONSerialization.jsonObject(with: Data((fixture.folder.read("report.json") ?? "").utf8))) as? [String: Any]
+    #expect((report?["tasks"] as? [Any])?.count == 2)
+    // A second night: both stay, neither is pruned for the other.
+    let again = try fixture.run()
+    #expect(again.status == 0, "\(again.stderr)")
+    #expect(Self.contents(fixture, "m/caf\u{E9}.bin") == Array("composed".utf8))
+    #expect(Self.contents(fixture, "m/cafe\u{301}.bin") == Array("decomposed".utf8))
+  }
+
+  /// A file's bytes, opened by the path's own UTF-8 bytes (Foundation may change a name's
+  /// normalization on its way to the system).
+  static func contents(_ fixture: RunFixture, _ name: String) -> [UInt8]? {
+    let descriptor = open(fixture.folder.path + "/" + name, O_RDONLY)
+    guard descriptor >= 0 else { return nil }
+    defer { close(descriptor) }
+    var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    let count = read(descriptor, &buffer, buffer.count)
+    return count < 0 ? nil : Array(buffer.prefix(count))
+  }
 }

@@ -15,18 +15,19 @@ extension RunBookkeeper {
   /// once adopted, a file is pruned when a later manifest no longer names it.
   private func adoptPlacedBefore(sessions: [Int], known: [PlacedFile]) -> [PlacedFile] {
     guard !prior.results.isEmpty else { return [] }
-    let recorded = Set(known.map(\.path))
+    let recorded = Set(known.map { ByteString($0.path) })
     var adopted: [PlacedFile] = []
-    var seen = Set<String>()
+    var seen = Set<ByteString>()
     for task in plan.tasks where !task.to.isNone && sessions.contains(Int(task.session)) {
       let destination = plan.text.string(task.to)
-      guard !recorded.contains(destination), !seen.contains(destination),
+      let name = ByteString(destination)
+      guard !recorded.contains(name), !seen.contains(name),
         let entry = prior.results.entry(for: task, in: plan),
         entry.outcome == .completed || entry.outcome == .unchanged,
         let identity = FileIdentity(path: plan.absolute(destination)),
         identity.size == entry.fileSize, identity.modified == entry.fileModified
       else { continue }
-      seen.insert(destination)
+      seen.insert(name)
       adopted.append(
         PlacedFile(session: plan.manifest.sessions[Int(task.session)].name, path: destination, identity: identity))
     }
