@@ -82,7 +82,9 @@ public enum ManifestLoader {
       return (nil, diagnostics.sorted.map(Redactor().diagnostic))
     }
     var decoder = ManifestDecoder(file: path, environment: environment)
-    let manifest = decoder.decode(root, path: path, directory: FileAccess.directory(of: path))
+    let resolved = resolvedLink(path)
+    var manifest = decoder.decode(root, path: path, directory: FileAccess.directory(of: resolved))
+    manifest?.resolvedPath = resolved
     diagnostics.append(contentsOf: decoder.diagnostics)
     // Messages quote what the manifest says: URL user-info and `${VAR}` secrets are masked in all.
     let redactor = Redactor(secrets: decoder.secrets)
@@ -96,5 +98,18 @@ public enum ManifestLoader {
       throw ManifestError(diagnostics: result.diagnostics)
     }
     return (manifest, result.diagnostics)
+  }
+
+  /// `path` through symbolic links when it is one (`realpath`), else `path` as it is; a link that
+  /// cannot be resolved, or to something that is not a regular file (a pipe), stays as given.
+  package static func resolvedLink(_ path: String) -> String {
+    var info = stat()
+    guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFLNK, let real = realpath(path, nil) else {
+      return path
+    }
+    defer { free(real) }
+    let resolved = String(cString: real)
+    guard stat(resolved, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return path }
+    return resolved
   }
 }

@@ -6,6 +6,10 @@ import Foundation
 public struct Manifest: Sendable {
   /// The manifest's path as the user gave it.
   public var path: String
+  /// The file the path names, through symbolic links (the path itself when it is none): its
+  /// folder is the manifest's folder and its name keys the manifest's state, so that a link to a
+  /// manifest is that manifest (one lock, one state, one set of destinations).
+  public var resolvedPath: String
   /// The folder relative paths in the manifest are resolved against, as the user named it (for
   /// messages).
   public var directory: String
@@ -21,6 +25,7 @@ public struct Manifest: Sendable {
 
   public init(path: String, directory: String, version: Int, sessions: [Session], secrets: [Secret]) {
     self.path = path
+    resolvedPath = path
     self.directory = directory
     absoluteDirectory = Self.absolute(directory: directory)
     self.version = version

@@ -16,6 +16,16 @@ extension PlanBuilder {
   package mutating func checkIDs() {
     for (task, mark) in explicitIDs {
       let id = text.string(tasks[Int(task)].id)
+      // Ids are kept in the state folder and reports: an id holding a secret's value is refused,
+      // as a destination holding one is.
+      let masked = redactor.text(id)
+      if masked != id {
+        diagnostics.error(
+          mark,
+          "the id '\(ShownText.escaped(masked, limit: 200))' holds the value of a secret ${VAR} (one used in a URL, a header, a body or a form field): ids are kept in the state folder and reports, which never hold a secret; choose an id without it"
+        )
+        continue
+      }
       if let other = self.task(withID: id), other != task {
         if let documentFile = documentFileOfTask[other] {
           newClashes[documentFile] = "'\(id)' is also the id of the task at \(mark)"

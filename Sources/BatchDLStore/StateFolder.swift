@@ -103,7 +103,7 @@ public struct StateFolder: Sendable {
     self.shard = shard
     arguments = ([manifest.path] + (option.map { ["--state", $0] } ?? [])).map(Self.quoted).joined(separator: " ")
     scope = StateScope(
-      manifest: Self.relative(directory + "/" + FileAccess.name(of: manifest.path), from: base),
+      manifest: Self.relative(directory + "/" + FileAccess.name(of: manifest.resolvedPath), from: base),
       directory: manifest.absoluteDirectory)
   }
 

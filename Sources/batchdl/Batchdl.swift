@@ -44,7 +44,15 @@ struct Batchdl: ParsableCommand {
       let code = exitCode(for: error)
       if code == .validationFailure {
         var stderr = StandardError()
-        stderr.write(fullMessage(for: error) + "\n")
+        let message = fullMessage(for: error)
+        stderr.write(message + "\n")
+        // The report CI diffs must not stay yesterday's: it says the run did not run, and why.
+        let reason = "usage: " + (message.split(separator: "\n").first.map(String.init) ?? "invalid command line")
+        if let problem = UsageFailureReport.write(
+          arguments: Array(CommandLine.arguments.dropFirst()), status: ExitStatus.invalid.rawValue, reason: reason)
+        {
+          stderr.write(problem + "\n")
+        }
         Glibc.exit(ExitStatus.invalid.rawValue)
       }
       exit(withError: error)

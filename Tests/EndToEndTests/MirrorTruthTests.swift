@@ -180,6 +180,88 @@ import Testing
     #expect(Self.contents(fixture, "m/cafe\u{301}.bin") == Array("decomposed".utf8))
   }
 
+  // MARK: - Secrets, usage errors, locks
+
+  /// A secret's value written into an explicit `id:` is refused before anything is sent: ids are
+  /// kept in the state folder, which never holds a secret.
+  @Test func anIDHoldingASecretIsAManifestError() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/f.bin", .file(.version(1, length: 16)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          headers: {Authorization: "Bearer ${TOKEN}"}
+          tasks:
+            - download: BASE/f.bin
+              id: "file-sekrit-value"
+      """)
+    let outcome = try fixture.run(environment: ["TOKEN": "sekrit-value"])
+    #expect(outcome.status == 2, "\(outcome.stderr)")
+    #expect(outcome.stderr.contains("manifest.yaml:7:"), "\(outcome.stderr)")
+    #expect(fixture.server.requests(for: "/f.bin").isEmpty)
+    #expect(fixture.leaks(of: ["sekrit-value"], outputs: [outcome.stdout, outcome.stderr]).isEmpty)
+  }
+
+  /// A usage error (`--shard 3/2`, `--jobs 0`, `--shard auto` with no scheduler, an unknown option)
+  /// exits 2 and leaves a report that says the run did not run, never the last run's.
+  @Test(arguments: [["--shard", "3/2"], ["--jobs", "0"], ["--shard", "auto"], ["--no-such-option"], ["--jobs=0"]])
+  func aUsageErrorReplacesTheLastReport(arguments: [String]) throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/f.bin", .file(.version(1, length: 16)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - download: BASE/f.bin
+      """)
+    #expect(try fixture.run().status == 0)
+    let good = fixture.folder.read("report.json") ?? ""
+    #expect(good.contains("\"f.bin\""))
+    let outcome = try fixture.run(arguments, environment: ["JOB_COMPLETION_INDEX": "", "SLURM_ARRAY_TASK_ID": ""])
+    #expect(outcome.status == 2, "\(outcome.stderr)")
+    let report = fixture.folder.read("report.json") ?? ""
+    #expect(report.contains("\"not_run\""), "\(report)")
+    #expect(!report.contains("\"f.bin\""), "\(report)")
+    // `report diff` of the two sees a run that did not run: a regression.
+    fixture.folder.write("good.json", good)
+    let diff = try BinaryRunner.run(["report", "diff", "good.json", "report.json"], in: fixture.folder.path)
+    #expect(diff.status == 1, "\(diff.stdout)")
+  }
+
+  /// A symbolic link to a running manifest is that manifest: the second run finds its lock (exit 4).
+  @Test func aLinkToARunningManifestTakesItsLock() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/slow.bin", trickling(FileResource.versionBytes(1, length: 2 << 20), etag: "s"))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - download: BASE/slow.bin
+      """)
+    let other = TemporaryDirectory()
+    #expect(symlink(fixture.folder.path + "/manifest.yaml", fixture.folder.path + "/link.yaml") == 0)
+    #expect(symlink(fixture.folder.path + "/manifest.yaml", other.path + "/elsewhere.yaml") == 0)
+    let first = try fixture.start()
+    defer {
+      kill(first.processIdentifier, SIGKILL)
+      first.waitUntilExit()
+    }
+    let deadline = Date().addingTimeInterval(20)
+    while Date() < deadline && fixture.server.requests(for: "/slow.bin").isEmpty { usleep(20_000) }
+    let beside = try BinaryRunner.run(["run", "link.yaml", "--progress", "never"], in: fixture.folder.path)
+    #expect(beside.status == 4, "\(beside.stderr)")
+    let away = try BinaryRunner.run(["run", "elsewhere.yaml", "--progress", "never"], in: other.path)
+    #expect(away.status == 4, "\(away.stderr)")
+    // The link's run would have written beside the manifest, never beside the link.
+    #expect(!FileManager.default.fileExists(atPath: other.path + "/slow.bin"))
+  }
+
   /// A file's bytes, opened by the path's own UTF-8 bytes (Foundation may change a name's
   /// normalization on its way to the system).
   static func contents(_ fixture: RunFixture, _ name: String) -> [UInt8]? {
