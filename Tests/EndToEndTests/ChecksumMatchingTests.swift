@@ -108,6 +108,45 @@ import Testing
     }
   }
 
+  /// Item 25: two sessions fetch `/pub/README`; the first's checksum file has no entry for it
+  /// (`checksum-missing`), the second's has. The second completes: a verdict is the session's, not
+  /// the shared request's.
+  @Test func aSessionSharingTheRequestDoesNotInheritAnotherSessionsVerdict() throws {
+    let fixture = try RunFixture()
+    let top = "top readme\n"
+    let nginx = try Self.nginx([
+      "pub/README": top,
+      "pub/SHA256SUMS": "\(Self.sha256(top))  README\n",
+      "pub/other/SHA256SUMS": "\(Self.sha256("install\n"))  INSTALL\n",
+    ])
+    defer { nginx.stop() }
+    fixture.trustCA(of: nginx)
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        strict:
+          dest: strict
+          tls: {ca_file: ca.pem}
+          checksums: \(nginx.url("/pub/other/SHA256SUMS"))
+          tasks:
+            - download: \(nginx.url("/pub/README"))
+        copy:
+          dest: copy
+          tls: {ca_file: ca.pem}
+          checksums: \(nginx.url("/pub/SHA256SUMS"))
+          tasks:
+            - download: \(nginx.url("/pub/README"))
+      """)
+    let outcome = try fixture.run()
+    #expect(outcome.status == 1, "\(outcome.stderr)")
+    let tasks = try fixture.tasks()
+    let strict = tasks["strict/README"]?["error"] as? [String: Any]
+    #expect(strict?["code"] as? String == "checksum-missing", "\(tasks)")
+    #expect(tasks["copy/README"]?["outcome"] as? String == "completed", "\(tasks)\n\(outcome.stderr)")
+    #expect(fixture.holds("copy/README", Array(top.utf8)))
+  }
+
   /// Item 25: a new top-level `NOTES` with no entry is `checksum-missing` before any request; it
   /// is not checked with `extra/NOTES`'s entry (fetched, then `checksum-mismatch`).
   @Test func aNewFileWithoutAnEntryIsChecksumMissingBeforeAnyRequest() throws {
