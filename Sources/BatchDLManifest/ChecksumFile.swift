@@ -48,8 +48,6 @@ public struct ChecksumFile: Sendable {
   public static let maxLineBytes = 16 << 10
   /// Errors listed one by one; past these, one more says how many lines were skipped besides.
   public static let maxListedProblems = 100
-  /// Names an ambiguous match lists.
-  public static let maxAmbiguousShown = 3
   /// The line that starts an OpenPGP clear-signed message.
   public static let clearSignedHeader = "-----BEGIN PGP SIGNED MESSAGE-----"
 
@@ -77,9 +75,6 @@ public struct ChecksumFile: Sendable {
   private var reasons: [String] = []
   private var reasonIndex: [String: Int32] = [:]
   private var droppedEntries = 0
-  /// Names by their last component (the first name with it); `sameFileName` counts the others.
-  private var fileNames = SlotTable()
-  private var sameFileName: [Int32: (count: Int, first: [Int32])] = [:]
 
   /// One line that gave a digest.
   private struct EntryRecord {
@@ -293,9 +288,8 @@ public struct ChecksumFile: Sendable {
     diagnostics = [diagnostic]
   }
 
-  /// Builds the table of file names and sorts the diagnostics.
+  /// Sorts the diagnostics.
   package mutating func finish() {
-    for id in 0..<Int32(names.count) { noteFileName(of: id) }
     // By position; ties keep the order they were found in.
     diagnostics = diagnostics.enumerated().sorted { lhs, rhs in
       lhs.element.mark != rhs.element.mark ? lhs.element.mark < rhs.element.mark : lhs.offset < rhs.offset
@@ -321,30 +315,6 @@ public struct ChecksumFile: Sendable {
     reasons.append(text)
     reasonIndex[text] = Int32(reasons.count - 1)
     return Int32(reasons.count - 1)
-  }
-
-  private mutating func noteFileName(of id: Int32) {
-    let key = Self.fileNameRange(names.range(of: id), in: names.bytes)
-    let hash = names.bytes[key].withUnsafeBytes { NameArena.hash($0) }
-    let found = fileNames.find(hash: hash) { [names] other in
-      names.bytes[Self.fileNameRange(names.range(of: other), in: names.bytes)].elementsEqual(names.bytes[key])
-    }
-    guard let first = found else {
-      fileNames.insert(id, hash: hash) { [names] other in
-        names.bytes[Self.fileNameRange(names.range(of: other), in: names.bytes)].withUnsafeBytes { NameArena.hash($0) }
-      }
-      return
-    }
-    var same = sameFileName[first] ?? (count: 1, first: [first])
-    same.count += 1
-    if same.first.count < Self.maxAmbiguousShown { same.first.append(id) }
-    sameFileName[first] = same
-  }
-
-  /// The last component of the name in `range` of `bytes`.
-  private static func fileNameRange(_ range: Range<Int>, in bytes: [UInt8]) -> Range<Int> {
-    let slash = bytes[range].lastIndex(of: 0x2F)
-    return (slash.map { $0 + 1 } ?? range.lowerBound)..<range.upperBound
   }
 
   /// Hexadecimal digits (checked) as bytes.
@@ -396,22 +366,14 @@ public struct ChecksumFile: Sendable {
     return leftOut(at: Int(firstLeftOut[Int(id)]))
   }
 
-  /// The names whose last component is `fileName`: the one, or how many and the first few.
-  package func names(withFileName fileName: String) -> (count: Int, first: [ChecksumName]) {
-    let key = Array(fileName.utf8)
-    let hash = key.withUnsafeBytes { NameArena.hash($0) }
-    guard
-      let first = fileNames.find(
-        hash: hash,
-        matches: { [names] other in
-          names.bytes[Self.fileNameRange(names.range(of: other), in: names.bytes)].elementsEqual(key)
-        })
-    else { return (0, []) }
-    let same = sameFileName[first] ?? (count: 1, first: [first])
-    return (same.count, same.first.map(checksumName))
+  /// The id of `name` (a normalized relative path, compared as bytes), when the file lists it
+  /// (with an entry or left out).
+  package func id(ofName name: String) -> Int32? {
+    names.find(Array(name.utf8))
   }
 
-  private func checksumName(_ id: Int32) -> ChecksumName {
+  /// Where the first line of name `id` is (an entry's or a line left out, whichever is first).
+  package func checksumName(_ id: Int32) -> ChecksumName {
     var line = Int32.max
     var column: Int32 = 1
     if firstEntry[Int(id)] >= 0 {
@@ -423,135 +385,5 @@ public struct ChecksumFile: Sendable {
       column = leftOutRecords[Int(firstLeftOut[Int(id)])].column
     }
     return ChecksumName(name: names.string(id), mark: SourceMark(file: file, line: Int(line), column: Int(column)))
-  }
-}
-
-/// The names of a checksum file, each once, one after the other in one buffer, found by their
-/// bytes (NFC and NFD spellings are two names) through an open-addressing table.
-private struct NameArena {
-  private(set) var bytes: [UInt8] = []
-  /// Where each name ends in `bytes`; it starts where the one before ends.
-  private var ends: [Int32] = []
-  private var table = SlotTable()
-
-  var count: Int { ends.count }
-
-  func range(of id: Int32) -> Range<Int> {
-    let index = Int(id)
-    return (index == 0 ? 0 : Int(ends[index - 1]))..<Int(ends[index])
-  }
-
-  func string(_ id: Int32) -> String {
-    String(decoding: bytes[range(of: id)], as: UTF8.self)
-  }
-
-  func find(_ name: [UInt8]) -> Int32? {
-    let hash = name.withUnsafeBytes { Self.hash($0) }
-    return table.find(hash: hash) { bytes[range(of: $0)].elementsEqual(name) }
-  }
-
-  mutating func insert(_ name: [UInt8]) -> (id: Int32, inserted: Bool) {
-    let hash = name.withUnsafeBytes { Self.hash($0) }
-    if let id = table.find(hash: hash, matches: { bytes[range(of: $0)].elementsEqual(name) }) {
-      return (id, false)
-    }
-    let id = Int32(ends.count)
-    bytes.append(contentsOf: name)
-    ends.append(Int32(bytes.count))
-    table.insert(id, hash: hash) { [bytes, ends] other in
-      let index = Int(other)
-      let range = (index == 0 ? 0 : Int(ends[index - 1]))..<Int(ends[index])
-      return bytes[range].withUnsafeBytes { Self.hash($0) }
-    }
-    return (id, true)
-  }
-
-  /// SipHash with the process's random seed: the names come from the network, and a hash that
-  /// could be predicted would let a document put them all in one chain of the table.
-  static func hash(_ bytes: UnsafeRawBufferPointer) -> Int {
-    var hasher = Hasher()
-    hasher.combine(bytes: bytes)
-    return hasher.finalize()
-  }
-}
-
-/// An open-addressing set of `Int32` indices into storage the caller owns (as the planner's
-/// `IndexTable`): 4 bytes a slot. The caller supplies the hash of what it looks for and a test
-/// that an index holds it.
-private struct SlotTable {
-  private var slots = [Int32](repeating: -1, count: 16)
-  private var count = 0
-
-  func find(hash: Int, matches: (Int32) -> Bool) -> Int32? {
-    let mask = slots.count - 1
-    var slot = hash & mask
-    while true {
-      let value = slots[slot]
-      if value < 0 { return nil }
-      if matches(value) { return value }
-      slot = (slot + 1) & mask
-    }
-  }
-
-  /// Stores `value` under `hash` (the caller has checked that it is not there); `rehash` gives the
-  /// hash of a stored value when the table grows.
-  mutating func insert(_ value: Int32, hash: Int, rehash: (Int32) -> Int) {
-    if (count + 1) * 2 > slots.count {
-      let old = slots
-      slots = [Int32](repeating: -1, count: old.count * 2)
-      for stored in old where stored >= 0 { place(stored, hash: rehash(stored)) }
-    }
-    place(value, hash: hash)
-    count += 1
-  }
-
-  private mutating func place(_ value: Int32, hash: Int) {
-    let mask = slots.count - 1
-    var slot = hash & mask
-    while slots[slot] >= 0 { slot = (slot + 1) & mask }
-    slots[slot] = value
-  }
-}
-
-/// Where a line of parsed text is in the file the user has: the same line, or for the text of a
-/// clear-signed message, the line after its armor headers (two columns further for a dash-escaped
-/// line).
-package struct LineMap: Sendable {
-  /// Lines of the original before the signed text's first line.
-  package var offset = 0
-  /// Original lines (0-based) that are dash-escaped.
-  package var dashEscaped: Set<Int> = []
-
-  package static let identity = LineMap()
-
-  package init() {}
-
-  /// The map for the text of the first clear-signed message of `original`.
-  package init(clearSigned original: [UInt8]) {
-    guard let begin = ChecksumFile.clearSignedLine(original) else { return }
-    // Armor headers (`Hash: SHA256`) follow the BEGIN line up to the first empty one.
-    var line = 1
-    var start = 0
-    var bodyStart: Int?
-    while start <= original.count {
-      let end = original[start...].firstIndex(of: 0x0A) ?? original.count
-      if line > begin {
-        let text = original[start..<end]
-        if let first = bodyStart {
-          if text.starts(with: Array("-----BEGIN PGP SIGNATURE-----".utf8)) { break }
-          if text.starts(with: [0x2D, 0x20]) { dashEscaped.insert(line - first) }
-        } else if text.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) {
-          bodyStart = line + 1
-          offset = line
-        }
-      }
-      line += 1
-      start = end + 1
-    }
-  }
-
-  /// The original's line and column shift of line `line` (1-based) of the text.
-  package func place(_ line: Int) -> (line: Int, shift: Int) {
-    (line + offset, dashEscaped.contains(line - 1) ? 2 : 0)
   }
 }

@@ -139,6 +139,13 @@ package struct ChecksumLineReader {
       )
       return
     }
+    if Self.isReleaseLine(line, hashEnd: end) {
+      problem(
+        mark(start),
+        "not a checksum line: 'HASH SIZE PATH' is Debian's Release format, which batchdl does not read (expected 'HASH  NAME', 'HASH *NAME' or 'TAG (NAME) = HASH'); the line is skipped"
+      )
+      return
+    }
     var nameStart = end + 1
     if nameStart < line.count, line[nameStart] == 0x20 || line[nameStart] == 0x2A { nameStart += 1 }
     let hex = String(decoding: line[start..<end], as: UTF8.self)
@@ -298,6 +305,25 @@ package struct ChecksumLineReader {
   }
 
   // MARK: - Pieces of a line
+
+  /// Whether a line whose hash ends at `hashEnd` is a line of a Debian Release file's
+  /// `SHA256:` field (` HASH SIZE PATH`, the size right-aligned): after the hash, blanks, decimal
+  /// digits, blanks and a path, with the line indented or the digits set off by more than the
+  /// two characters of coreutils' separator (or a tab). Such a line never becomes an entry named
+  /// `SIZE PATH`; `HASH  2024 notes.txt` from coreutils (not indented, two spaces) stays a name.
+  package static func isReleaseLine(_ line: [UInt8], hashEnd: Int) -> Bool {
+    func isBlank(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
+    var index = hashEnd
+    while index < line.count, isBlank(line[index]) { index += 1 }
+    let gap = line[hashEnd..<index]
+    let digitsStart = index
+    while index < line.count, (0x30...0x39).contains(line[index]) { index += 1 }
+    guard index > digitsStart, index < line.count, isBlank(line[index]) else { return false }
+    while index < line.count, isBlank(line[index]) { index += 1 }
+    guard index < line.count else { return false }
+    let indented = line.first.map(isBlank) ?? false
+    return indented || gap.count > 2 || gap.contains(0x09)
+  }
 
   /// The end of a BSD tag (`SHA256`, `SHA2-256`, `BLAKE2b`...) that starts at `start` and is
   /// followed by ` (` or `(`; nil when the line has none.

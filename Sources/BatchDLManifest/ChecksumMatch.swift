@@ -5,7 +5,8 @@ public enum ChecksumMatchRule: String, Sendable {
   /// The task's path (its URL's path relative to the checksum file's folder URL, or, for a local
   /// checksum file, its destination relative to the session's `dest`) is a name of the file.
   case path
-  /// The task's file name is the last component of exactly one name of the file.
+  /// The task's file name is a bare name of the file (one without a folder), and no other file
+  /// the checksum file covers has that name.
   case fileName = "file name"
 }
 
@@ -22,10 +23,10 @@ public enum ChecksumMatch: Hashable, Sendable {
   /// The name found is listed without a usable hash (a bad hash, an algorithm batchdl does not
   /// check, two lines that disagree).
   case leftOut(ChecksumLeftOut, rule: ChecksumMatchRule)
-  /// No name is the task's path, and several end in its file name: `count` of them, the first few
-  /// listed.
-  case ambiguous(file: String, path: String?, fileName: String, count: Int, names: [ChecksumName])
-  /// No name is the task's path, and none ends in its file name.
+  /// No name is the task's path, and the bare name that is its file name (`entry`) names several
+  /// of the files the checksum file covers: it is none of theirs.
+  case ambiguous(file: String, path: String?, fileName: String, entry: ChecksumName)
+  /// No name is the task's path, and no bare name is its file name.
   case none(file: String, path: String?, fileName: String)
   /// Two checksum files give different hashes of one algorithm for the task (`combine`).
   case disagreement(ChecksumEntry, ChecksumEntry)
@@ -39,6 +40,14 @@ public enum ChecksumMatch: Hashable, Sendable {
     return []
   }
 
+  /// How the name found was found; nil when none was.
+  public var rule: ChecksumMatchRule? {
+    switch self {
+    case .matched(_, let rule, _), .leftOut(_, let rule): return rule
+    case .ambiguous, .none, .disagreement: return nil
+    }
+  }
+
   /// Which entry matched and how, or why none did: one line, names escaped.
   public var message: String {
     switch self {
@@ -48,13 +57,11 @@ public enum ChecksumMatch: Hashable, Sendable {
     case .leftOut(let item, let rule):
       return
         "\(item.mark): '\(Self.shown(item.name))' (matched by its \(rule.rawValue)) has no usable hash: \(item.message)"
-    case .ambiguous(let file, let path, let fileName, let count, let names):
-      let listed = names.map { "'\(Self.shown($0.name))' at line \($0.mark.line)" }.joined(separator: ", ")
-      let more = count > names.count ? ", …" : ""
+    case .ambiguous(let file, let path, let fileName, let entry):
       return
-        "\(Self.noPath(file, path))\(count) names end in '\(Self.shown(fileName))' (\(listed)\(more)): which one is meant is ambiguous"
+        "\(Self.noPath(file, path))its bare name '\(Self.shown(fileName))' at line \(entry.mark.line) names several of the files it covers: which one is meant is ambiguous (a checksum file names such a file by its path)"
     case .none(let file, let path, let fileName):
-      return "\(Self.noPath(file, path))no name ends in '\(Self.shown(fileName))'"
+      return "\(Self.noPath(file, path))no bare name '\(Self.shown(fileName))'"
     case .disagreement(let first, let second):
       return
         "the checksum files disagree on the \(first.digest.algorithm.rawValue) hash of '\(Self.shown(first.name))' (\(first.mark) and \(second.mark))"
@@ -69,11 +76,13 @@ public enum ChecksumMatch: Hashable, Sendable {
 
   private static func shown(_ text: String) -> String { ShownText.escaped(text, limit: 200) }
 
-  /// The match of a task covered by several checksum files: the entries of every file that matched
-  /// (one per algorithm, strongest first), a disagreement when two give different hashes of one
-  /// algorithm; when none matched, the first name left out, else the first ambiguity, else the first
-  /// miss.
-  public static func combine(_ matches: [ChecksumMatch]) -> ChecksumMatch? {
+  /// The match of a task covered by several checksum files. A name found by the task's path, in
+  /// any file, wins over a bare name found by its file name in another: those are then dropped.
+  /// Of what is left: the entries of every file that matched (one per algorithm, strongest
+  /// first), a disagreement when two give different hashes of one algorithm; when none matched,
+  /// the first name left out, else the first ambiguity, else the first miss.
+  public static func combine(_ all: [ChecksumMatch]) -> ChecksumMatch? {
+    let matches = all.contains { $0.rule == .path } ? all.filter { $0.rule != .fileName } : all
     var first: (name: String, rule: ChecksumMatchRule)?
     var byAlgorithm: [DigestAlgorithm: ChecksumEntry] = [:]
     for case .matched(let name, let rule, let entries) in matches {
@@ -105,27 +114,6 @@ public enum ChecksumMatch: Hashable, Sendable {
 }
 
 extension ChecksumFile {
-  /// The entries a task is checked with: those of the name that is its `path` (see
-  /// `ChecksumMatchRule.path`; a normalized relative path, nil when it has none, e.g. a URL outside
-  /// the checksum file's folder), else those of the one name whose last component is `fileName`
-  /// (the task's file name). A name found but left out is the answer, not a reason to look further.
-  public func match(path: String?, fileName: String) -> ChecksumMatch {
-    if let path {
-      let found = entries(named: path)
-      if !found.isEmpty { return .matched(name: path, rule: .path, entries: found) }
-      if let item = leftOut(named: path) { return .leftOut(item, rule: .path) }
-    }
-    let (count, names) = names(withFileName: fileName)
-    guard count == 1, let only = names.first else {
-      if count == 0 { return .none(file: file, path: path, fileName: fileName) }
-      return .ambiguous(file: file, path: path, fileName: fileName, count: count, names: names)
-    }
-    let found = entries(named: only.name)
-    if !found.isEmpty { return .matched(name: only.name, rule: .fileName, entries: found) }
-    if let item = leftOut(named: only.name) { return .leftOut(item, rule: .fileName) }
-    return .none(file: file, path: path, fileName: fileName)
-  }
-
   /// The path of `url` relative to the folder of `checksumURL` (both http or https), percent-decoded
   /// and normalized, as a checksum file names it: `https://h/pub/iso/a%20b.iso` beside
   /// `https://h/pub/SHA256SUMS` is `iso/a b.iso`. Nil when `url` is at another origin or outside

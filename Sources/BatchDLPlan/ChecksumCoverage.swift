@@ -37,27 +37,25 @@ extension PlanBuilder {
       if let document { record(document, key: key, source: source, session: sessionIndex, entry: entryIndex) }
     }
     // The checksum files and their signatures are not themselves checked against an entry (a
-    // download of one is pinned to the bytes the plan read: `orderPublishing`).
-    if ownDigest || isDocument(url, of: spec) { return .none }
+    // download of one is pinned to the bytes the plan read: `orderPublishing`); a file with a
+    // digest of its own is not matched either, but it is one of the files covered by its name.
+    let matched = !ownDigest && !isDocument(url, of: spec)
     var matches: [ChecksumMatch] = []
-    for (_, document) in documents {
+    for (key, document) in documents {
       guard let document else { continue }
-      if let failure = document.failure { return .fail(failure) }
+      if let failure = document.failure {
+        if matched { return .fail(failure) }
+        continue
+      }
       guard let file = document.file else { continue }
-      let path: String?
-      if let checksumURL = document.url {
-        path = folderPrefix(of: checksumURL).flatMap { ChecksumFile.relativePath(ofNormalized: url, folderPrefix: $0) }
+      let covered = coveredFile(url: url, relative: relative, document: document, session: sessionIndex)
+      if matched {
+        matches.append(
+          checksumMatchers[key, default: ChecksumMatcher(file: file, several: knownSeveral[key] ?? [])].match(covered))
+        if let url = document.url { lastCoverage.append(documentKey(url)) }
       } else {
-        path = relative
+        checksumMatchers[key, default: ChecksumMatcher(file: file, several: knownSeveral[key] ?? [])].cover(covered)
       }
-      let name: String
-      if let path, let last = path.split(separator: "/").last {
-        name = String(last)
-      } else {
-        name = String(decoding: Hex.percentDecoded(Array((url.fileName ?? "").utf8)), as: UTF8.self)
-      }
-      matches.append(file.match(path: path, fileName: name))
-      if let url = document.url { lastCoverage.append(documentKey(url)) }
     }
     guard let combined = ChecksumMatch.combine(matches) else { return .none }
     if let digest = combined.digest {
@@ -78,6 +76,38 @@ extension PlanBuilder {
         message: redactor.text(
           "no usable entry in the checksum file\(documents.count == 1 ? "" : "s") \(covering): \(combined.message); add the file's sha256: to the task, or leave it out of checksums:"
         )))
+  }
+
+  /// A download of `url` at `relative` as the checksum file `document` covers it: its path
+  /// relative to the file's folder (see `ChecksumMatchRule.path`), its file name, and what makes it
+  /// one file (its URL; for a local checksum file, its session and destination).
+  private mutating func coveredFile(
+    url: NormalizedURL, relative: String, document: ChecksumDocument, session: Int
+  ) -> CoveredFile {
+    let path: String?
+    if let checksumURL = document.url {
+      path = folderPrefix(of: checksumURL).flatMap { ChecksumFile.relativePath(ofNormalized: url, folderPrefix: $0) }
+    } else {
+      path = relative
+    }
+    let name: String
+    if let path, let last = path.utf8.split(separator: 0x2F).last {
+      name = String(decoding: Array(last), as: UTF8.self)
+    } else {
+      name = String(decoding: Hex.percentDecoded(Array((url.fileName ?? "").utf8)), as: UTF8.self)
+    }
+    let identity = document.url == nil ? "\(session)\n\(relative)" : url.text
+    return CoveredFile(path: path, fileName: name, identity: identity)
+  }
+
+  /// The bare names of each checksum file (by key) that the plan matched by file name while one
+  /// covered file had them, and that several have now: the plan must be made again, knowing them.
+  package var staleChecksumNames: [String: Set<Int32>] {
+    var stale: [String: Set<Int32>] = [:]
+    for (key, matcher) in checksumMatchers where !matcher.staleNames.isEmpty {
+      stale[key] = matcher.namesCoveredSeveralTimes
+    }
+    return stale
   }
 
   /// Applies `verdict` to the task just added (`task`, new when its index is `before`): the digest
@@ -114,7 +144,10 @@ extension PlanBuilder {
   /// What a verdict adds to a request's identity: a digest other than SHA-256 (which the state
   /// compares itself), and the other algorithms' digests, so that a changed checksum entry fetches
   /// the file again.
+  /// A failure is part of it too: a request refused for one session's checksum files is never
+  /// the request of another session whose own files say otherwise.
   package func identitySalt(of verdict: ChecksumVerdict) -> String? {
+    if case .fail(let failure) = verdict { return "refused:\(failure.code.rawValue)\n" }
     guard case .digest(let digest, let others) = verdict else { return nil }
     let salted = (digest.algorithm == .sha256 ? [] : [digest]) + others
     if salted.isEmpty { return nil }

@@ -27,9 +27,12 @@ public struct Planner {
     outputs: [String] = []
   ) throws(ManifestError) -> Plan {
     var clashes: [DocumentFile: String] = [:]
+    var several: [String: Set<Int32>] = [:]
     var builder: PlanBuilder
     // A document's file whose destination clashes with another task's is left out, and the plan
-    // made again without it (taking files out makes no new clash: twice at most).
+    // made again without it (taking files out makes no new clash: twice at most). A bare name of a
+    // checksum file matched while one covered file had it, that a later covered file has too, is
+    // known to the plan made again (each time one more such name at least: bounded by the names).
     repeat {
       builder = PlanBuilder(manifest: manifest, maxProblemsPerList: maxProblemsPerList)
       builder.reserved = ReservedPaths(manifest: manifest, stateFolder: stateFolder, outputs: outputs)
@@ -37,12 +40,15 @@ public struct Planner {
       builder.descriptorSet = descriptors
       builder.partial = warnings.contains { $0.severity == .error }
       builder.clashingFiles = clashes
+      builder.knownSeveral = several
       builder.expandAll()
+      let stale = builder.staleChecksumNames
       builder.checkIDs()
       builder.checkFolders()
       let found = builder.newClashes.filter { clashes[$0.key] == nil }
-      if found.isEmpty { break }
+      if found.isEmpty && stale.isEmpty { break }
       clashes.merge(found) { first, _ in first }
+      several.merge(stale) { $0.union($1) }
     } while true
     builder.resolveAfter()
     let order = builder.diagnostics.hasErrors ? [] : builder.schedule()
@@ -146,6 +152,10 @@ package struct PlanBuilder {
   package var folderPrefixes: [String: String?] = [:]
   /// Checksum files warned about for a weak digest.
   package var weakWarned = Set<String>()
+  /// What each checksum file (by key) covers and matches (`ChecksumMatcher`).
+  package var checksumMatchers: [String: ChecksumMatcher] = [:]
+  /// Bare names of checksum files (by key) that an earlier plan found several covered files have.
+  package var knownSeveral: [String: Set<Int32>] = [:]
   /// The `checksums:` that cover the lines of the `list:` entry being expanded.
   package var listChecksums: ChecksumSpec?
 

@@ -235,8 +235,8 @@ struct HostileLineCase: CustomTestStringConvertible, Sendable {
       ])
     #expect(!file.hasErrors)
     #expect(file.entries.map(\.name) == ["a.iso"])
-    #expect(file.match(path: "b.iso", fileName: "b.iso").message.contains("only a BLAKE2b hash"))
-    #expect(file.match(path: "a.iso", fileName: "a.iso").digest?.algorithm == .sha256)
+    #expect(match(file, "b.iso", "b.iso").message.contains("only a BLAKE2b hash"))
+    #expect(match(file, "a.iso", "a.iso").digest?.algorithm == .sha256)
   }
 
   @Test func twoHashesOfOneAlgorithmForANameLeaveThatNameOut() {
@@ -251,7 +251,7 @@ struct HostileLineCase: CustomTestStringConvertible, Sendable {
     #expect(rendered(file).count == 1, "\(rendered(file))")
     #expect(rendered(file).first?.hasPrefix("4:1: error: 'a.iso' has another sha-256 hash at line 1") == true)
     #expect(file.entries.map(\.name) == ["b.iso"])
-    guard case .leftOut(let item, .path) = file.match(path: "a.iso", fileName: "a.iso") else {
+    guard case .leftOut(let item, .path) = match(file, "a.iso", "a.iso") else {
       Issue.record("a.iso should be left out")
       return
     }
@@ -265,6 +265,39 @@ struct HostileLineCase: CustomTestStringConvertible, Sendable {
     #expect(file.diagnostics.isEmpty)
     #expect(file.entries(named: nfc).first?.digest.hex == sha256A)
     #expect(file.entries(named: nfd).first?.digest.hex == sha256B)
+  }
+
+  /// Debian's Release file (`HASH SIZE PATH` under `SHA256:`) is no checksum file: none of its lines
+  /// becomes an entry (none named `SIZE PATH`), each is "not a checksum line".
+  @Test func releaseFormatLinesNeverBecomeEntries() {
+    let release = """
+      Origin: Debian
+      SHA256:
+       \(sha256A)     71858 main/binary-amd64/Packages
+       \(sha256B)  1484322 main/binary-amd64/Packages.gz
+       \(sha256A) 1484322 main/binary-amd64/Release
+      \(sha256B)    79 main/binary-amd64/Release
+      \(sha256B)\t79 Release
+      \(sha256A)  2024 notes.txt
+      \(sha256A) 2024 notes.md
+      """
+    let file = parse(release)
+    let errors = rendered(file)
+    #expect(errors.filter { $0.contains("not a checksum line") }.count == 7, "\(errors)")
+    #expect(errors.filter { $0.contains("Debian's Release format") }.count == 5, "\(errors)")
+    #expect(errors.first { $0.hasPrefix("3:2: ") }?.contains("Debian's Release format") == true, "\(errors)")
+    for name in [
+      "71858 main/binary-amd64/Packages", "    71858 main/binary-amd64/Packages",
+      "1484322 main/binary-amd64/Packages.gz",
+      "1484322 main/binary-amd64/Release", "   79 main/binary-amd64/Release", "79 Release", "Packages", "Release",
+    ] {
+      #expect(file.entries(named: name).isEmpty && file.leftOut(named: name) == nil, "\(name)")
+    }
+    // A coreutils line (not indented, its own separator) whose name starts with digits stays a name.
+    #expect(file.entries(named: "2024 notes.txt").first?.digest.hex == sha256A)
+    #expect(file.entries(named: "2024 notes.md").first?.digest.hex == sha256A)
+    var matcher = ChecksumMatcher(file: file)
+    #expect(matcher.match(CoveredFile(path: "Packages", fileName: "Packages", identity: "Packages")).entries.isEmpty)
   }
 
   // MARK: - Bounds
@@ -373,89 +406,114 @@ struct HostileLineCase: CustomTestStringConvertible, Sendable {
     SHA256 (z/c.iso) = 12
     \(md5A)  weak.txt
     SHA256 (bad/d.iso) = 12
+    SHA256 (e.iso) = 12
+    \(sha512A)  b.deb
     """)
 
+  /// The match of the one covered file at `path` named `fileName`.
+  private func match(_ file: ChecksumFile, _ path: String?, _ fileName: String) -> ChecksumMatch {
+    var matcher = ChecksumMatcher(file: file)
+    return matcher.match(CoveredFile(path: path, fileName: fileName, identity: path ?? "elsewhere/" + fileName))
+  }
+
   @Test func aTaskIsMatchedByItsPathFirst() {
-    let match = Self.tree.match(path: "sub/a.iso", fileName: "a.iso")
-    guard case .matched("sub/a.iso", .path, let entries) = match else {
-      Issue.record("\(match)")
+    let found = match(Self.tree, "sub/a.iso", "a.iso")
+    guard case .matched("sub/a.iso", .path, let entries) = found else {
+      Issue.record("\(found)")
       return
     }
     #expect(entries.map(\.digest.hex) == [sha256B])
-    #expect(match.message == "matched 'sub/a.iso' at SUMS:2:1 by its path")
+    #expect(found.message == "matched 'sub/a.iso' at SUMS:2:1 by its path")
+    let several = match(Self.tree, "pool/main/b.deb", "b.deb")
+    #expect(several.entries.map(\.digest.algorithm) == [.sha256, .sha512, .md5])
+    #expect(several.digest?.algorithm == .sha256)
   }
 
-  @Test func aTaskWhosePathIsNotListedIsMatchedByAUniqueFileName() {
-    let match = Self.tree.match(path: "debian/pool/main/b.deb", fileName: "b.deb")
-    guard case .matched("pool/main/b.deb", .fileName, let entries) = match else {
-      Issue.record("\(match)")
+  @Test func aTaskWhosePathIsNotListedIsMatchedByABareNameOnly() {
+    let found = match(Self.tree, "debian/pool/main/b.deb", "b.deb")
+    guard case .matched("b.deb", .fileName, let entries) = found else {
+      Issue.record("\(found)")
       return
     }
-    #expect(entries.map(\.digest.algorithm) == [.sha256, .sha512, .md5])
-    #expect(match.digest?.algorithm == .sha256)
-    #expect(match.message == "matched 'pool/main/b.deb' at SUMS:5:1 by its file name")
-    guard case .matched(_, .fileName, _) = Self.tree.match(path: nil, fileName: "b.deb") else {
-      Issue.record("a task without a path is matched by its file name")
+    #expect(entries.map(\.digest.algorithm) == [.sha512])
+    #expect(found.message == "matched 'b.deb' at SUMS:12:1 by its file name")
+    guard case .matched(_, .fileName, _) = match(Self.tree, nil, "b.deb") else {
+      Issue.record("a task without a path is matched by a bare name")
       return
     }
+    // A name with a folder matches its path only, never a file of that name elsewhere.
+    #expect(match(Self.tree, "w/c.iso", "c.iso") == .none(file: "SUMS", path: "w/c.iso", fileName: "c.iso"))
+    #expect(match(Self.tree, "sub/x/c.iso", "c.iso").entries.isEmpty)
   }
 
-  @Test func aFileNameListedSeveralTimesIsAmbiguous() {
-    let match = Self.tree.match(path: "w/c.iso", fileName: "c.iso")
-    guard case .ambiguous("SUMS", "w/c.iso", "c.iso", 3, let names) = match else {
-      Issue.record("\(match)")
-      return
-    }
-    // Names left out count: the publisher may have meant any of them.
-    #expect(names.map(\.name) == ["x/c.iso", "y/c.iso", "z/c.iso"])
-    #expect(
-      match.message
-        == "SUMS lists no 'w/c.iso', and 3 names end in 'c.iso' ('x/c.iso' at line 6, 'y/c.iso' at line 7, 'z/c.iso' at line 8): which one is meant is ambiguous"
-    )
-    // "a.iso" names two files as well, but the task's path says which.
-    guard case .matched("a.iso", .path, _) = Self.tree.match(path: "a.iso", fileName: "a.iso") else {
+  @Test func aBareNameSeveralCoveredFilesHaveIsAmbiguous() {
+    var matcher = ChecksumMatcher(
+      file: Self.tree,
+      covering: [
+        CoveredFile(path: "a.iso", fileName: "a.iso", identity: "a.iso"),
+        CoveredFile(path: "other/a.iso", fileName: "a.iso", identity: "other/a.iso"),
+      ])
+    // "a.iso" is the path of one of them: that one is matched by it.
+    guard
+      case .matched("a.iso", .path, _) = matcher.match(CoveredFile(path: "a.iso", fileName: "a.iso", identity: "a.iso"))
+    else {
       Issue.record("a.iso by path")
       return
     }
-    guard case .ambiguous(_, _, _, 2, _) = Self.tree.match(path: "other/a.iso", fileName: "a.iso") else {
-      Issue.record("a.iso by name")
+    let other = matcher.match(CoveredFile(path: "other/a.iso", fileName: "a.iso", identity: "other/a.iso"))
+    guard case .ambiguous("SUMS", "other/a.iso", "a.iso", let entry) = other else {
+      Issue.record("\(other)")
+      return
+    }
+    #expect(entry.mark.line == 1)
+    #expect(
+      other.message
+        == "SUMS lists no 'other/a.iso', and its bare name 'a.iso' at line 1 names several of the files it covers: which one is meant is ambiguous (a checksum file names such a file by its path)"
+    )
+    // The same file covered twice (two tasks of one URL) is one file.
+    var once = ChecksumMatcher(file: Self.tree)
+    once.cover(CoveredFile(path: "other/a.iso", fileName: "a.iso", identity: "other/a.iso"))
+    guard
+      case .matched("a.iso", .fileName, _) = once.match(
+        CoveredFile(path: "other/a.iso", fileName: "a.iso", identity: "other/a.iso"))
+    else {
+      Issue.record("one file covered twice")
       return
     }
   }
 
   @Test func aTaskTheFileDoesNotListIsNone() {
-    let match = Self.tree.match(path: "e/nothing.iso", fileName: "nothing.iso")
-    #expect(match == .none(file: "SUMS", path: "e/nothing.iso", fileName: "nothing.iso"))
-    #expect(match.message == "SUMS lists no 'e/nothing.iso', and no name ends in 'nothing.iso'")
-    #expect(match.digest == nil && match.entries.isEmpty)
-    #expect(
-      Self.tree.match(path: nil, fileName: "nothing.iso").message
-        == "SUMS lists no entry by path; no name ends in 'nothing.iso'")
+    let found = match(Self.tree, "e/nothing.iso", "nothing.iso")
+    #expect(found == .none(file: "SUMS", path: "e/nothing.iso", fileName: "nothing.iso"))
+    #expect(found.message == "SUMS lists no 'e/nothing.iso', and no bare name 'nothing.iso'")
+    #expect(found.digest == nil && found.entries.isEmpty)
+    #expect(match(Self.tree, nil, "nothing.iso").message == "SUMS lists no entry by path; no bare name 'nothing.iso'")
   }
 
   @Test func aNameLeftOutIsTheAnswerWithItsReason() {
-    let byPath = Self.tree.match(path: "bad/d.iso", fileName: "d.iso")
+    let byPath = match(Self.tree, "bad/d.iso", "d.iso")
     guard case .leftOut(let item, .path) = byPath else {
       Issue.record("\(byPath)")
       return
     }
     #expect(item.mark.line == 10)
     #expect(byPath.message.hasPrefix("SUMS:10:1: 'bad/d.iso' (matched by its path) has no usable hash: "))
-    guard case .leftOut(_, .fileName) = Self.tree.match(path: "elsewhere/d.iso", fileName: "d.iso") else {
-      Issue.record("d.iso by name")
+    guard case .leftOut(_, .fileName) = match(Self.tree, "elsewhere/e.iso", "e.iso") else {
+      Issue.record("e.iso by name")
       return
     }
+    #expect(match(Self.tree, "elsewhere/d.iso", "d.iso").rule == nil)
   }
 
   @Test func aWeakOnlyEntryIsFlagged() {
-    let match = Self.tree.match(path: "weak.txt", fileName: "weak.txt")
-    #expect(match.digest?.algorithm == .md5)
-    #expect(match.entries.first?.isWeak == true)
+    let found = match(Self.tree, "weak.txt", "weak.txt")
+    #expect(found.digest?.algorithm == .md5)
+    #expect(found.entries.first?.isWeak == true)
   }
 
   @Test func aMessageShowsHostileNamesEscaped() {
-    let match = Self.tree.match(path: "a\nSUMS:1:1: error: forged", fileName: "x\u{1B}[2J")
-    #expect(!hasControl(match.message), "\(match.message)")
+    let found = match(Self.tree, "a\nSUMS:1:1: error: forged", "x\u{1B}[2J")
+    #expect(!hasControl(found.message), "\(found.message)")
   }
 
   @Test func matchesOfSeveralFilesCombine() {
@@ -463,17 +521,23 @@ struct HostileLineCase: CustomTestStringConvertible, Sendable {
     let second = parse("SHA512 (a.iso) = \(sha512A)\n\(sha256A)  a.iso\n")
     let third = parse("\(sha256B)  a.iso\n")
     let none = parse("\(sha256A)  other.iso\n")
-    let matches = [none, first, second].map { $0.match(path: "a.iso", fileName: "a.iso") }
+    let matches = [none, first, second].map { match($0, "a.iso", "a.iso") }
     let combined = ChecksumMatch.combine(matches)
     #expect(combined?.entries.map(\.digest.algorithm) == [.sha256, .sha512])
-    guard case .disagreement = ChecksumMatch.combine([first, third].map { $0.match(path: "a.iso", fileName: "a.iso") })
+    guard case .disagreement = ChecksumMatch.combine([first, third].map { match($0, "a.iso", "a.iso") })
     else {
       Issue.record("two files that disagree")
       return
     }
-    let leftOut = parse("SHA256 (a.iso) = 1\n").match(path: "a.iso", fileName: "a.iso")
-    #expect(ChecksumMatch.combine([none.match(path: "a.iso", fileName: "a.iso"), leftOut]) == leftOut)
+    let leftOut = match(parse("SHA256 (a.iso) = 1\n"), "a.iso", "a.iso")
+    #expect(ChecksumMatch.combine([match(none, "a.iso", "a.iso"), leftOut]) == leftOut)
     #expect(ChecksumMatch.combine([]) == nil)
+    // A name found by path wins over a bare name found by file name in another file.
+    let byName = match(third, nil, "a.iso")
+    #expect(byName.rule == .fileName)
+    #expect(ChecksumMatch.combine([byName, match(first, "a.iso", "a.iso")])?.digest?.hex == sha256A)
+    #expect(ChecksumMatch.combine([byName, leftOut]) == leftOut)
+    #expect(ChecksumMatch.combine([byName, match(none, "a.iso", "a.iso")]) == byName)
   }
 
   static let relativePaths: [(url: String, checksums: String, path: String?)] = [

@@ -62,7 +62,7 @@ import Testing
           tasks:
             - download: https://h/pub/iso/a.iso
             - download: https://h/elsewhere/b.iso
-      """, ["https://h/pub/SHA256SUMS": .success("\(Self.a)  iso/a.iso\n\(Self.b)  other/b.iso\n")])
+      """, ["https://h/pub/SHA256SUMS": .success("\(Self.a)  iso/a.iso\n\(Self.b)  b.iso\n")])
     let a = try #require(task(plan, "a.iso"))
     #expect(plan.expectation(of: a)?.digest == ExpectedDigest(algorithm: .sha256, hex: Self.a))
     let b = try #require(task(plan, "b.iso"))
@@ -80,15 +80,115 @@ import Testing
           tasks:
             - download: https://h/pub/missing.iso
             - download: https://h/x/twice.iso
+            - download: https://h/y/twice.iso
+              to: y/twice.iso
+            - download: https://h/q/deep.iso
             - download: https://h/pub/own.iso
               sha256: \(Self.b)
-      """, ["https://h/pub/SUMS": .success("\(Self.a)  one/twice.iso\n\(Self.a)  two/twice.iso\n")])
+            - download: https://h/r/own.iso
+              to: r/own.iso
+      """,
+      ["https://h/pub/SUMS": .success("\(Self.a)  twice.iso\n\(Self.a)  one/deep.iso\n\(Self.a)  own.iso\n")])
     #expect(refusal(plan, "missing.iso")?.code == .checksumMissing)
-    #expect(refusal(plan, "missing.iso")?.message.contains("no name ends in 'missing.iso'") == true)
-    let twice = refusal(plan, "twice.iso")
-    #expect(twice?.code == .checksumMissing)
-    #expect(twice?.message.contains("ambiguous") == true, "\(twice?.message ?? "")")
+    #expect(refusal(plan, "missing.iso")?.message.contains("no bare name 'missing.iso'") == true)
+    for id in ["twice.iso", "y/twice.iso"] {
+      let twice = refusal(plan, id)
+      #expect(twice?.code == .checksumMissing, "\(id)")
+      #expect(twice?.message.contains("ambiguous") == true, "\(twice?.message ?? "")")
+    }
+    // A name with a folder is that path's only.
+    #expect(refusal(plan, "deep.iso")?.code == .checksumMissing)
     #expect(refusal(plan, "own.iso") == nil)
+    // A file with its own digest is one of the files named `own.iso`: the bare name is not r/'s.
+    #expect(refusal(plan, "r/own.iso")?.message.contains("ambiguous") == true)
+  }
+
+  /// Issue 36, item 3: an entry with a folder is that path's only; a file of the same name
+  /// elsewhere is `checksum-missing`, not given its digest (nor joined to its content).
+  @Test func anEntryWithAFolderNeverChecksAFileOfTheSameNameElsewhere() throws {
+    let (plan, _) = try plan(
+      """
+      version: 1
+      sessions:
+        s:
+          checksums: https://h/pub/SHA256SUMS
+          tasks:
+            - download: https://h/pub/README
+            - download: https://h/pub/sub/README
+              to: sub/README
+      """, ["https://h/pub/SHA256SUMS": .success("\(Self.a)  sub/README\n")])
+    #expect(refusal(plan, "README")?.code == .checksumMissing)
+    let sub = try #require(task(plan, "sub/README"))
+    #expect(plan.expectation(of: sub)?.digest == ExpectedDigest(algorithm: .sha256, hex: Self.a))
+    #expect(task(plan, "README")?.request != sub.request)
+  }
+
+  /// Issue 36, item 25: a bare name matched while one covered file had it, that a later covered
+  /// file has too, is undone (the plan is made again); a path entry in another file wins.
+  @Test func aBareNameOfSeveralCoveredFilesChecksNoneAndAPathWins() throws {
+    let c = String(repeating: "c", count: 64)
+    let (plan, warnings) = try plan(
+      """
+      version: 1
+      sessions:
+        s:
+          checksums: [https://h/pub/SHA256SUMS, https://h/pub/docs/SHA256SUMS]
+          tasks:
+            - download: https://h/pub/README
+            - download: https://h/pub/docs/README
+              to: docs/README
+            - download: https://h/pub/NOTES
+            - download: https://h/pub/extra/NOTES
+              to: extra/NOTES
+        other:
+          checksums: https://h/pub/docs/SHA256SUMS
+          tasks:
+            - download: https://h/pub/sub/INSTALL
+              to: elsewhere/INSTALL
+      """,
+      [
+        "https://h/pub/SHA256SUMS": .success("\(Self.a)  README\n\(Self.b)  docs/README\n\(c)  extra/NOTES\n"),
+        "https://h/pub/docs/SHA256SUMS": .success("\(Self.b)  README\n\(c)  INSTALL\n"),
+      ])
+    #expect(!warnings.contains { $0.contains("disagree") }, "\(warnings)")
+    let readme = try #require(task(plan, "README"))
+    #expect(plan.expectation(of: readme)?.digest?.hex == Self.a)
+    let docs = try #require(task(plan, "docs/README"))
+    #expect(plan.expectation(of: docs)?.digest?.hex == Self.b)
+    #expect(refusal(plan, "README") == nil && refusal(plan, "docs/README") == nil)
+    #expect(refusal(plan, "NOTES")?.code == .checksumMissing)
+    // A bare name that one covered file has still checks it (in another folder, another session).
+    let install = try #require(task(plan, "elsewhere/INSTALL"))
+    #expect(plan.expectation(of: install)?.digest?.hex == c)
+  }
+
+  /// Issue 36, item 25: a verdict is part of the request: a session whose checksum file has no
+  /// entry for a file does not fail the same URL in a session whose own file has one.
+  @Test func aSecondSessionDoesNotInheritAFailedVerdict() throws {
+    let (plan, _) = try plan(
+      """
+      version: 1
+      sessions:
+        one:
+          dest: one/
+          checksums: https://h/pub/SUMS-ONE
+          tasks:
+            - download: https://h/pub/README
+        two:
+          dest: two/
+          checksums: https://h/pub/SUMS-TWO
+          tasks:
+            - download: https://h/pub/README
+      """,
+      [
+        "https://h/pub/SUMS-ONE": .success("\(Self.a)  sub/README\n"),
+        "https://h/pub/SUMS-TWO": .success("\(Self.a)  README\n"),
+      ])
+    let one = try #require(plan.tasks.first { plan.text.string($0.to).hasPrefix("one/") })
+    let two = try #require(plan.tasks.first { plan.text.string($0.to).hasPrefix("two/") })
+    #expect(plan.refusedRequests[one.request]?.code == .checksumMissing)
+    #expect(plan.refusedRequests[two.request] == nil)
+    #expect(plan.expectation(of: two)?.digest?.hex == Self.a)
   }
 
   @Test func aFailedOrUnsignedChecksumFileFailsEveryFileItCovers() throws {
