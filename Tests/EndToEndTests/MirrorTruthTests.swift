@@ -262,6 +262,36 @@ import Testing
     #expect(!FileManager.default.fileExists(atPath: other.path + "/slow.bin"))
   }
 
+  // MARK: - Prune
+
+  /// A download killed mid-way leaves its partial file; when upstream then drops the file, prune
+  /// removes the partial file with the checkpoint (it stayed in the served tree forever).
+  @Test func pruneRemovesThePartialFileOfAFileUpstreamDropped() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/pub/", HostileReviewTests.listing(["big.bin", "small.bin"]))
+    fixture.server.route("/pub/big.bin", trickling(FileResource.versionBytes(1, length: 4 << 20), etag: "big"))
+    fixture.server.route("/pub/small.bin", .file(.version(2, length: 64)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          dest: m/
+          prune: {}
+          tasks:
+            - index: BASE/pub/
+      """)
+    let status = try fixture.interrupt(signal: SIGKILL, after: 100_000)
+    #expect(status == SIGKILL)
+    #expect(fixture.folder.exists("m/big.bin.batchdl-part"))
+    fixture.server.route("/pub/", HostileReviewTests.listing(["small.bin"]))
+    let outcome = try fixture.run()
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(!fixture.folder.exists("m/big.bin.batchdl-part"), "\(fixture.files())")
+    #expect(fixture.holds("m/small.bin", FileResource.versionBytes(2, length: 64)))
+    #expect(fixture.checkpointBytes() == 0)
+  }
+
   /// A file's bytes, opened by the path's own UTF-8 bytes (Foundation may change a name's
   /// normalization on its way to the system).
   static func contents(_ fixture: RunFixture, _ name: String) -> [UInt8]? {

@@ -36,6 +36,19 @@ package enum PruneFiles {
     }
   }
 
+  /// Removes the partial file (`NAME.batchdl-part`) at `relative` below `root` when it is a
+  /// regular file there (no link followed on the way); true when it was removed.
+  package static func removePartial(root: String, relative: String) -> Bool {
+    guard relative.hasSuffix(PartialFile.suffix) else { return false }
+    return walk(root: root, relative: relative) { folder, name, _ in
+      var info = stat()
+      guard fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFREG,
+        unlinkat(folder, name, 0) == 0
+      else { return .missing }
+      return .placed
+    } == .placed
+  }
+
   /// Opens the folders from `root` down to the file's, without following links, and calls `body`
   /// with the file's folder, its name, and the chain of (folder, name of the child folder) opened.
   private static func walk(

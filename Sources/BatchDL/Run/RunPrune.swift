@@ -34,6 +34,25 @@ extension RunBookkeeper {
     return adopted
   }
 
+  /// Removes the partial files under `root` of requests the plan no longer makes (a download
+  /// interrupted on a night before upstream dropped its file), with their checkpoints: they are
+  /// batchdl's own files, and no later run would resume them.
+  private func removeStalePartials(root: String) {
+    guard !prior.checkpoints.isEmpty else { return }
+    let current = Set(plan.requests.map { $0.key.description })
+    let prefix = root == "/" ? "/" : root + "/"
+    var removed: [String] = []
+    for (key, point) in prior.checkpoints where !current.contains(key) {
+      let partial = FileAccess.normalize(plan.absolute(point.partial))
+      guard partial.hasPrefix(prefix), partial.utf8.count > prefix.utf8.count else { continue }
+      if PruneFiles.removePartial(root: root, relative: String(partial.dropFirst(prefix.count))) {
+        display.note("pruned the partial file \(redactor.text(partial)) (no task fetches it any more)")
+      }
+      removed.append(key)
+    }
+    recorder.forget(checkpoints: removed)
+  }
+
   /// Prunes the sessions of the run that ask for it; returns what each did, in manifest order.
   func prune(cancelled: Bool) -> [PruneOutcome] {
     let indices = plan.manifest.sessions.indices.filter { index in
@@ -106,6 +125,7 @@ extension RunBookkeeper {
           forgotten.append(deletion.path)
         }
       }
+      removeStalePartials(root: decision.root)
       outcome.deleted.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
       recorder.forget(placed: forgotten)
       outcomes.append(outcome)

@@ -161,6 +161,17 @@ final class StateRecorder {
     }
   }
 
+  /// Forgets the checkpoints (and budgets) of requests whose partial files prune removed.
+  func forget(checkpoints keys: [String]) {
+    guard let store, !keys.isEmpty else { return }
+    do {
+      try store.update(checkpoints: [], removing: keys)
+      try store.save(budgets: [], removing: keys)
+    } catch {
+      warn("warning: cannot record pruned partial files in the state folder: \(error)")
+    }
+  }
+
   /// Records the time a request that did not finish has spent, across runs (ms).
   func spent(_ milliseconds: Int64, attempts: Int, on request: PlannedRequest) {
     guard persists(request) else { return }
