@@ -1,0 +1,56 @@
+import BatchDLManifest
+import BatchDLTransfer
+
+/// Publication is manifest-wide: a download that mirrors a document the plan read (a checksum
+/// file, its signature, an index page), in whatever session, is placed after every file the
+/// document covers, in whatever session, and only with the bytes the plan read.
+extension PlanBuilder {
+  /// Notes what a download of the document at `url` (normalized) must be. The first reading
+  /// stands: every session that reads the same URL reads the same copy, as one fetch serves them.
+  package mutating func pinPublished(_ url: String, _ pin: ChecksumVerdict) {
+    if documentPins[url] == nil { documentPins[url] = pin }
+  }
+
+  /// Publish order: a download whose URL is a document that covers other downloads (of any
+  /// session) waits for all of them, so that it is placed last; it must also be the very bytes the
+  /// plan read (the descriptor's SHA-256), and fails as the files it covers do when the document
+  /// failed (a bad signature publishes no checksum file).
+  package mutating func orderPublishing() {
+    guard !coveredByDocument.isEmpty || !documentPins.isEmpty else { return }
+    for index in tasks.indices where tasks[index].kind == .download {
+      let request = tasks[index].request
+      let url = text.string(requests[Int(request)].url)
+      if let pin = documentPins[url] { pinDocument(index, pin) }
+      guard let waited = coveredByDocument[url] else { continue }
+      var dependencies = Set(requests[Int(request)].dependencies)
+      for other in waited where other != request && Int(other) < requests.count {
+        if dependencies.insert(other).inserted {
+          requests[Int(request)].dependencies.append(other)
+          publishWaits[request, default: []].insert(other)
+        }
+      }
+    }
+  }
+
+  /// Applies a document's pin to the download of it at `index`, unless the task gives a digest
+  /// of its own (`sha256:`, `sha512:`, a list line's column).
+  private mutating func pinDocument(_ index: Int, _ pin: ChecksumVerdict) {
+    let task = tasks[index]
+    guard task.expectation < 0 else { return }
+    var size: Int64?
+    let entries = manifest.sessions[Int(task.session)].tasks
+    if entries.indices.contains(Int(task.entry)), case .task(let spec) = entries[Int(task.entry)] {
+      if spec.sha256 != nil || spec.sha512 != nil { return }
+      size = spec.size
+    }
+    switch pin {
+    case .none:
+      break
+    case .digest(let digest, _):
+      tasks[index].expectation = Int32(expectations.count)
+      expectations.append(TaskExpectation(size: size, digest: digest))
+    case .fail(let failure):
+      if refusedRequests[task.request] == nil { refusedRequests[task.request] = failure }
+    }
+  }
+}
