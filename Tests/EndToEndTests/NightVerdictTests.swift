@@ -182,3 +182,72 @@ import Testing
     #expect(fixture.folder.read("m/index.html") != later, "a page listing a file the mirror lacks was placed")
   }
 }
+
+/// Background sessions: the worker decides its night as a run does, and `wait` says why it failed.
+@Suite(.serialized) struct BackgroundVerdictTests {
+  func wait(_ fixture: RunFixture) throws -> BinaryRunner.Outcome {
+    try BinaryRunner.run(["wait", "manifest.yaml", "--timeout", "60"], in: fixture.folder.path)
+  }
+
+  /// A background session fed by an `index:` prunes when its listing was fresh; when the listing
+  /// answers 500, its worker fails and `wait` exits 1 saying why.
+  @Test func aBackgroundIndexPrunesWhenFreshAndAFailedListingReachesWait() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/pub/", NightVerdictTests.listing(["a.bin", "b.bin"]))
+    fixture.server.route("/pub/a.bin", .text("alpha\n"))
+    fixture.server.route("/pub/b.bin", .text("bravo\n"))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        bg:
+          kind: background
+          identifier: org.example.bg
+          dest: m
+          retry: {attempts: 1}
+          prune: {max_delete: 100%}
+          tasks:
+            - index: BASE/pub/
+      """)
+    #expect(try fixture.run().status == 0)
+    var waited = try wait(fixture)
+    #expect(waited.status == 0, "\(waited.stderr)")
+    #expect(fixture.folder.read("m/b.bin") == "bravo\n")
+
+    fixture.server.route("/pub/", NightVerdictTests.listing(["a.bin"]))
+    #expect(try fixture.run().status == 0)
+    waited = try wait(fixture)
+    #expect(waited.status == 0, "\(waited.stderr)")
+    #expect(!fixture.folder.exists("m/b.bin"), "the worker never pruned")
+    #expect(fixture.folder.read("m/a.bin") == "alpha\n")
+
+    fixture.server.route("/pub/", .fixed(Response(status: 500)))
+    #expect(try fixture.run().status == 0)
+    waited = try wait(fixture)
+    #expect(waited.status == 1, "\(waited.stderr)")
+    #expect(waited.stderr.contains("/pub/"), "wait must say why: \(waited.stderr)")
+    #expect(fixture.folder.read("m/a.bin") == "alpha\n")
+  }
+
+  /// A background session's `on_finished` that fails: `wait` exits 1 and says why on stderr.
+  @Test func aFailedOnFinishedOfABackgroundSessionIsExplainedByWait() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/f", .text("f\n"))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        bg:
+          kind: background
+          identifier: org.example.bg
+          on_finished: 'exit 7'
+          tasks:
+            - download: BASE/f
+      """)
+    #expect(try fixture.run().status == 0)
+    let waited = try wait(fixture)
+    #expect(waited.status == 1, "\(waited.stderr)")
+    #expect(waited.stderr.contains("on_finished"), "wait must say why: \(waited.stderr)")
+    #expect(waited.stderr.contains("7"), "\(waited.stderr)")
+  }
+}
