@@ -251,3 +251,40 @@ import Testing
     #expect(waited.stderr.contains("7"), "\(waited.stderr)")
   }
 }
+
+/// `report diff` of a run a signal interrupted: its `cancelled` tasks did not run, a `not-run`
+/// regression (MANIFEST.md, Reports).
+@Suite(.serialized) struct InterruptedDiffTests {
+  @Test func cancelledTasksAreANotRunRegression() throws {
+    let fixture = try RunFixture()
+    let body = TestData.pseudoRandomBytes(count: 600_000, seed: 36)
+    fixture.server.route("/big.bin", trickling(body, etag: "b1"))
+    fixture.server.route("/a.bin", .text("alpha\n"))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - download: BASE/a.bin
+            - download: BASE/big.bin
+      """)
+    let first = try fixture.run()
+    #expect(first.status == 0, "\(first.stderr)")
+    try FileManager.default.moveItem(
+      atPath: fixture.folder.path + "/report.json", toPath: fixture.folder.path + "/old.json")
+    // The next night starts over in another state folder, and a signal stops it mid-download.
+    let process = try fixture.start(["--report", "report.json", "--state", "night2"])
+    let deadline = Date().addingTimeInterval(20)
+    while Date() < deadline && !fixture.folder.exists("big.bin.batchdl-part") { usleep(20_000) }
+    usleep(200_000)
+    kill(process.processIdentifier, SIGTERM)
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 3)
+    let tasks = try fixture.tasks()
+    #expect(tasks["big.bin"]?["outcome"] as? String == "cancelled", "\(tasks)")
+    let diff = try BinaryRunner.run(["report", "diff", "old.json", "report.json"], in: fixture.folder.path)
+    #expect(diff.status == 1, "an interrupted night is a regression: \(diff.stdout)")
+    #expect(diff.stdout.contains("big.bin") && diff.stdout.contains("not-run"), "\(diff.stdout)")
+  }
+}
