@@ -45,6 +45,7 @@ public struct Planner {
       clashes.merge(found) { first, _ in first }
     } while true
     builder.resolveAfter()
+    builder.checkPublishCycles()
     let order = builder.diagnostics.hasErrors ? [] : builder.schedule()
     builder.assignShardKeys()
     var all = Diagnostics()

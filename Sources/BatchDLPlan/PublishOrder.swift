@@ -54,3 +54,43 @@ extension PlanBuilder {
     }
   }
 }
+
+/// A task `after:` the mirrored document that covers it: the two would wait for each other.
+extension PlanBuilder {
+  /// Reports, at the `after:` reference, a covered download that waits for the download of its
+  /// own checksum file (or signature, or the index page that lists it): publish order places that
+  /// one only after the files it covers. Decided from the manifest alone, so that `validate`
+  /// (with or without stored copies), `plan` and `run` all say so, in the same words.
+  package mutating func checkPublishCycles() {
+    for task in resolvedAfter.keys.sorted() {
+      let dependent = tasks[Int(task)]
+      guard dependent.kind == .download else { continue }
+      let session = manifest.sessions[Int(dependent.session)]
+      guard session.tasks.indices.contains(Int(dependent.entry)) else { continue }
+      let entry = session.tasks[Int(dependent.entry)]
+      var documents: [String: String] = [:]
+      var ownDigest = false
+      if case .task(let spec) = entry { ownDigest = spec.sha256 != nil || spec.sha512 != nil }
+      if !ownDigest, let spec = entry.checksums ?? session.checksums {
+        for source in spec.files {
+          if source.isURL { documents[documentKey(source.location)] = "its checksum file" }
+          if let signature = source.signature, source.signatureIsURL {
+            documents[documentKey(signature)] = "the signature of its checksum file"
+          }
+        }
+      }
+      if case .index(let spec) = entry { documents[documentKey(spec.url)] = "the index page that lists it" }
+      guard !documents.isEmpty else { continue }
+      for target in resolvedAfter[task] ?? [] {
+        let other = tasks[Int(target.task)]
+        guard other.kind == .download, let what = documents[text.string(requests[Int(other.request)].url)],
+          other.request != dependent.request
+        else { continue }
+        diagnostics.error(
+          target.ref.mark,
+          "after: '\(target.ref.id)' is the download of \(what), which publish order places only after the files it covers, this task among them: the two would wait for each other; remove this after:, or leave the file out of checksums:"
+        )
+      }
+    }
+  }
+}

@@ -288,3 +288,32 @@ import Testing
     #expect(diff.stdout.contains("big.bin") && diff.stdout.contains("not-run"), "\(diff.stdout)")
   }
 }
+
+/// A covered file `after:` its own mirrored checksum file: `validate`, `plan` and `run` all refuse
+/// it, at the `after:` reference, naming publish order.
+@Suite(.serialized) struct PublishCycleTests {
+  @Test func validatePlanAndRunReportTheCycleWithPublishOrder() throws {
+    let fixture = try RunFixture()
+    let sums = "\(SHA256Digest.hex(Array("alpha\n".utf8)))  a.txt\n"
+    fixture.server.route("/pub/a.txt", .text("alpha\n"))
+    fixture.server.route("/pub/SHA256SUMS", .text(sums))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          dest: m
+          checksums: BASE/pub/SHA256SUMS
+          tasks:
+            - download: BASE/pub/a.txt
+              after: [m/SHA256SUMS]
+            - download: BASE/pub/SHA256SUMS
+      """)
+    for command in [["validate", "manifest.yaml"], ["plan", "manifest.yaml"], ["run", "manifest.yaml"]] {
+      let outcome = try BinaryRunner.run(command, in: fixture.folder.path)
+      #expect(outcome.status == 2, "\(command): \(outcome.stdout)\(outcome.stderr)")
+      #expect(outcome.stderr.contains("manifest.yaml:8:"), "\(command): \(outcome.stderr)")
+      #expect(outcome.stderr.contains("publish order"), "\(command): \(outcome.stderr)")
+    }
+  }
+}

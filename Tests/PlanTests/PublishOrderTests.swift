@@ -131,3 +131,56 @@ import Testing
     }
   }
 }
+
+/// `checkPublishCycles`: a covered download `after:` its own mirrored document is an error at the
+/// reference, from the manifest alone (no document read), unless the task is not covered.
+@Suite struct PublishCycleCheckTests {
+  func problems(_ tasks: String, session: String = "") throws -> [String] {
+    let folder = TemporaryDirectory()
+    let yaml = "version: 1\nsessions:\n  s:\n    dest: m\n" + session + "    tasks:\n" + tasks
+    let path = folder.write("manifest.yaml", yaml)
+    let (loaded, diagnostics) = ManifestLoader.read(path: path, environment: [:])
+    let manifest = try #require(loaded, "\(diagnostics)")
+    do {
+      _ = try Planner().plan(manifest, warnings: diagnostics, descriptors: nil)
+      return []
+    } catch {
+      return error.diagnostics.filter { $0.severity == .error }.map(\.description)
+    }
+  }
+
+  @Test func aCoveredFileAfterItsMirroredDocumentIsACycleUnlessItIsNotCovered() throws {
+    let sums = "    checksums: https://h/pub/SHA256SUMS\n"
+    let cases: [(name: String, session: String, tasks: String, cycle: Bool)] = [
+      (
+        "session checksums", sums,
+        "      - download: https://h/pub/a.iso\n        after: [m/SHA256SUMS]\n      - download: https://h/pub/SHA256SUMS\n",
+        true
+      ),
+      (
+        "the task's own checksums", "",
+        "      - download: https://h/pub/a.iso\n        checksums: https://h/pub/SHA256SUMS\n        after: [m/SHA256SUMS]\n      - download: https://h/pub/SHA256SUMS\n",
+        true
+      ),
+      (
+        "a digest of its own", sums,
+        "      - download: https://h/pub/a.iso\n        sha256: \(String(repeating: "a", count: 64))\n        after: [m/SHA256SUMS]\n      - download: https://h/pub/SHA256SUMS\n",
+        false
+      ),
+      (
+        "not covered", "",
+        "      - download: https://h/pub/a.iso\n        after: [m/SHA256SUMS]\n      - download: https://h/pub/SHA256SUMS\n",
+        false
+      ),
+    ]
+    for item in cases {
+      let found = try problems(item.tasks, session: item.session)
+      if item.cycle {
+        #expect(found.count == 1 && found[0].contains("publish order"), "\(item.name): \(found)")
+        #expect(found.first?.contains("manifest.yaml:") == true, "\(item.name): \(found)")
+      } else {
+        #expect(found.isEmpty, "\(item.name): \(found)")
+      }
+    }
+  }
+}
