@@ -317,3 +317,43 @@ import Testing
     }
   }
 }
+
+/// The state folder's disk fills up mid-run: the run cannot record what it did, so it exits 5
+/// (the state folder cannot be used), not 1 with warnings.
+@Suite(.serialized) struct FullStateDiskTests {
+  @Test(.enabled(if: SmallFilesystem.permitted, "mounting a tmpfs is not permitted here (needs root)"))
+  func aStateDiskThatFillsMidRunExits5() throws {
+    let fixture = try RunFixture()
+    let small = try #require(SmallFilesystem(mebibytes: 2, at: fixture.folder.path + "/small"))
+    let body = TestData.pseudoRandomBytes(count: 300_000, seed: 16)
+    fixture.server.route("/a.txt", .text("alpha\n"))
+    fixture.server.route("/big.bin", trickling(body, etag: "b1"))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - download: BASE/a.txt
+            - download: BASE/big.bin
+      """)
+    let process = try fixture.start(["--state", small.path + "/state", "--report", "report.json"])
+    let deadline = Date().addingTimeInterval(20)
+    while Date() < deadline && !fixture.folder.exists("a.txt") { usleep(20_000) }
+    // Fill the state folder's disk to the last byte while big.bin still comes.
+    let filler = open(small.path + "/filler", O_WRONLY | O_CREAT, 0o600)
+    let block = [UInt8](repeating: 0x55, count: 64 << 10)
+    var written = 0
+    while written < 8 << 20 {
+      let count = block.withUnsafeBytes { write(filler, $0.baseAddress, $0.count) }
+      if count <= 0 { break }
+      written += count
+    }
+    let small1 = [UInt8](repeating: 0x55, count: 1)
+    while small1.withUnsafeBytes({ write(filler, $0.baseAddress, 1) }) == 1 {}
+    close(filler)
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 5, "a run that cannot record its results must exit 5")
+    #expect(fixture.holds("big.bin", body))
+  }
+}

@@ -253,6 +253,14 @@ final class RunBookkeeper: TransferObserver {
     }
     verdict.failedHooks = report.hooks.filter { $0.status != 0 }.map { ($0.session, $0.status) }
     verdict.refusedPrunes = report.prune.filter { $0.outcome == .refused }.map(\.session)
+    // The state could not record the run (its disk is full): the next run would not know it.
+    recorder.flush(force: true)
+    verdict.unrecorded = recorder.unrecorded.map { redactor.text($0) }
+    if let unrecorded = verdict.unrecorded {
+      display.problem(
+        "error: the state folder \(state.path) cannot record this run's results (\(unrecorded)); free some space and run again"
+      )
+    }
     self.verdict = verdict
     do {
       try writeMetrics(verdict)
