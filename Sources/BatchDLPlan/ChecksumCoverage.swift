@@ -115,10 +115,7 @@ extension PlanBuilder {
   package mutating func apply(_ verdict: ChecksumVerdict, to task: Int32?, before: Int, size: Int64? = nil) {
     guard let task else { return }
     if verdict != .none {
-      let session = tasks[Int(task)].session
-      for document in lastCoverage {
-        coveredByDocument[session, default: [:]][document, default: []].append(tasks[Int(task)].request)
-      }
+      for document in lastCoverage { coveredByDocument[document, default: []].append(tasks[Int(task)].request) }
     }
     switch verdict {
     case .none:
@@ -224,15 +221,18 @@ extension PlanBuilder {
     func pin(_ sha256: String?) -> ChecksumVerdict {
       failed ?? sha256.map { .digest(ExpectedDigest(algorithm: .sha256, hex: $0), others: []) } ?? .none
     }
-    documentPins[Int32(session), default: [:]][documentKey(source.location)] = pin(document.sha256)
+    pinPublished(documentKey(source.location), pin(document.sha256))
     if let signature = source.signature, source.signatureIsURL {
-      documentPins[Int32(session), default: [:]][documentKey(signature)] = pin(document.signature?.sha256)
+      pinPublished(documentKey(signature), pin(document.signature?.sha256))
     }
     if let signature = document.signature {
-      descriptors.append(
-        PlannedDescriptor(
-          session: Int32(session), entry: Int32(entry), url: signature.url, outcome: signature.outcome,
-          sha256: signature.sha256))
+      var planned = PlannedDescriptor(
+        session: Int32(session), entry: Int32(entry), url: signature.url, outcome: signature.outcome,
+        sha256: signature.sha256)
+      if signature.outcome == .failed, document.failure == nil {
+        failAsOneTask(&planned, "the signature \(signature.url): cannot fetch it")
+      }
+      descriptors.append(planned)
     }
     var planned = PlannedDescriptor(
       session: Int32(session), entry: Int32(entry), url: document.display,
@@ -241,55 +241,10 @@ extension PlanBuilder {
       planned.failure = failure.message
       diagnostics.warning(
         manifest.sessions[session].mark, failure.message + "; the files it covers fail with '\(failure.code)'")
+    } else if document.outcome == .failed {
+      // Upstream did not give it: the stored copy checks the files (warned above), the run fails.
+      failAsOneTask(&planned, "the checksum file \(document.display): \(document.problem ?? "cannot fetch it")")
     }
     descriptors.append(planned)
-  }
-
-  /// Publish order: a download whose URL is a document that covers other downloads of its
-  /// session (a checksum file, its signature, an index page) waits for all of them, so that it is
-  /// placed last; a mirrored checksum file or signature must also be the very bytes the plan
-  /// checked the others with (the descriptor's SHA-256), and fails as the files it covers do when
-  /// the document failed (a bad signature publishes no checksum file).
-  package mutating func orderPublishing() {
-    guard !coveredByDocument.isEmpty || !documentPins.isEmpty else { return }
-    for index in tasks.indices where tasks[index].kind == .download {
-      let task = tasks[index]
-      let covered = coveredByDocument[task.session] ?? [:]
-      let pins = documentPins[task.session] ?? [:]
-      if covered.isEmpty && pins.isEmpty { continue }
-      let request = task.request
-      let url = text.string(requests[Int(request)].url)
-      if let pin = pins[url] { pinDocument(index, pin) }
-      guard let waited = covered[url] else { continue }
-      var dependencies = Set(requests[Int(request)].dependencies)
-      for other in waited where other != request && Int(other) < requests.count {
-        if dependencies.insert(other).inserted {
-          requests[Int(request)].dependencies.append(other)
-          publishWaits[request, default: []].insert(other)
-        }
-      }
-    }
-  }
-
-  /// Applies a document's pin to the download of it at `index`, unless the task gives a digest
-  /// of its own (`sha256:`, `sha512:`, a list line's column).
-  private mutating func pinDocument(_ index: Int, _ pin: ChecksumVerdict) {
-    let task = tasks[index]
-    guard task.expectation < 0 else { return }
-    var size: Int64?
-    let entries = manifest.sessions[Int(task.session)].tasks
-    if entries.indices.contains(Int(task.entry)), case .task(let spec) = entries[Int(task.entry)] {
-      if spec.sha256 != nil || spec.sha512 != nil { return }
-      size = spec.size
-    }
-    switch pin {
-    case .none:
-      break
-    case .digest(let digest, _):
-      tasks[index].expectation = Int32(expectations.count)
-      expectations.append(TaskExpectation(size: size, digest: digest))
-    case .fail(let failure):
-      if refusedRequests[task.request] == nil { refusedRequests[task.request] = failure }
-    }
   }
 }

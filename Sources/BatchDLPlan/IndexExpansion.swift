@@ -22,6 +22,10 @@ extension PlanBuilder {
       return
     }
     for (page, folder) in zip(crawl.pages, crawl.folders) {
+      // A mirrored page is the page that was crawled: its download is pinned to these bytes.
+      if folder.listing != nil, let sha256 = page.sha256 {
+        pinPublished(documentKey(folder.url), .digest(ExpectedDigest(algorithm: .sha256, hex: sha256), others: []))
+      }
       var record = PlannedDescriptor(
         session: Int32(sessionIndex), entry: Int32(entryIndex), url: page.url, outcome: page.outcome,
         sha256: page.sha256)
@@ -36,6 +40,12 @@ extension PlanBuilder {
         let cut = listing.diagnostics.last { $0.severity == .error }.map { "\($0.mark): \($0.message)" }
         let message = redactor.text("the listing \(page.url) is incomplete: \(cut ?? "a limit cut it short")")
         diagnostics.warning(spec.urlMark, message + "; the files it lists run, and it fails with 'descriptor'")
+        failAsOneTask(&record, message)
+      } else if page.outcome == .failed {
+        // Upstream did not give the page: its stored copy plans the files it lists, which stay as
+        // they were; the page fails as one task (the run fails, the session does not prune).
+        let message = redactor.text("the listing \(page.url): \(page.failure ?? "cannot fetch it")")
+        diagnostics.warning(spec.urlMark, message)
         failAsOneTask(&record, message)
       } else if let problem = page.failure {
         diagnostics.warning(spec.urlMark, redactor.text("the listing \(page.url): \(problem)"))
@@ -124,7 +134,7 @@ extension PlanBuilder {
       apply(verdict, to: task, before: before)
       guard let task else { continue }
       documentFileOfTask[task] = documentFile
-      coveredByDocument[Int32(sessionIndex), default: [:]][indexKey, default: []].append(tasks[Int(task)].request)
+      coveredByDocument[indexKey, default: []].append(tasks[Int(task)].request)
       if !spec.after.isEmpty { afterRefs.append((task, spec.after)) }
     }
     if files.isEmpty && crawl.folders.allSatisfy({ $0.listing != nil }) {

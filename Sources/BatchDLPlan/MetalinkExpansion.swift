@@ -46,6 +46,12 @@ extension PlanBuilder {
         descriptors.append(record)
         return
       }
+      if fetched.outcome == .failed {
+        // Upstream did not give it: the stored copy plans the files, and the run fails.
+        let message = redactor.text("the Metalink document \(masked): \(fetched.problem ?? "cannot fetch it")")
+        diagnostics.warning(spec.documentMark, message)
+        failAsOneTask(&record, message, url: spec.document)
+      }
       descriptors.append(record)
     } else {
       let path = FileAccess.resolve(spec.document, against: manifest.directory)

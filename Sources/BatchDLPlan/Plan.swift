@@ -94,6 +94,8 @@ public enum DescriptorOutcome: String, Sendable {
   /// could not be reached.
   case storedCopy = "stored-copy"
   /// Neither fetched nor stored, or not a usable document: the entry's tasks fail with `descriptor`.
+  /// Also a document upstream did not give (refused, 5xx...) whose stored copy stands in: it
+  /// still plans the tasks it lists, but the run fails (`FetchedDocument.body` is the copy).
   case failed
   /// Not fetched (`validate`, `plan --offline`) and no stored copy: the entry lists no tasks.
   case missing
@@ -186,6 +188,10 @@ public struct Plan: Sendable {
   /// not signed as `keyring:` requires (`signature`). Whatever waits for them fails with
   /// `dependency`.
   public var refusedRequests: [Int32: DocumentFailure] = [:]
+  /// Publish order, over the whole manifest: a request that mirrors a document (a checksum file,
+  /// its signature, an index page) → the requests of the files the document covers. It is placed
+  /// only after them, and only when none of them failed in the run (`Publication`).
+  public var publishedAfter: [Int32: [Int32]] = [:]
 
   /// The size and digest a download must have, wherever they were written: the task's `size:` and
   /// `sha256:`, or its Metalink `<size>` and `<hash>`. Nil when nothing is expected.

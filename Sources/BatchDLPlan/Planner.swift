@@ -51,6 +51,7 @@ public struct Planner {
       several.merge(stale) { $0.union($1) }
     } while true
     builder.resolveAfter()
+    builder.checkPublishCycles()
     let order = builder.diagnostics.hasErrors ? [] : builder.schedule()
     builder.assignShardKeys()
     var all = Diagnostics()
@@ -63,7 +64,7 @@ public struct Planner {
       manifest: manifest, text: builder.text, tasks: builder.tasks, requests: builder.requests, order: order,
       hosts: builder.hosts, mergedDuplicates: builder.merged, warnings: all.sorted, expectations: builder.expectations,
       descriptors: builder.descriptors, refusedFiles: builder.refusedFiles, unresolvedAfter: builder.unresolvedAfter,
-      refusedRequests: builder.refusedRequests)
+      refusedRequests: builder.refusedRequests, publishedAfter: builder.publishWaits.mapValues { $0.sorted() })
   }
 }
 
@@ -135,12 +136,13 @@ package struct PlanBuilder {
   /// Checksum files and signatures recorded in `descriptors` already, by key.
   package var recordedDocuments = Set<String>()
   /// The requests of the files each descriptor covers (checksum files and signatures by their
-  /// normalized URL, indexes by their folder URL), by session: a task that mirrors one is placed
-  /// after them.
-  package var coveredByDocument: [Int32: [String: [Int32]]] = [:]
-  /// What a download of a checksum file or signature given by URL must be, by session and
-  /// normalized URL: the descriptor's SHA-256, or the document's failure (`orderPublishing`).
-  package var documentPins: [Int32: [String: ChecksumVerdict]] = [:]
+  /// normalized URL, indexes by their folder URL), over the whole manifest: a task of any session
+  /// that mirrors one is placed after them.
+  package var coveredByDocument: [String: [Int32]] = [:]
+  /// What a download of a document read before planning must be, by normalized URL, over the
+  /// whole manifest: the bytes the plan read (a checksum file's or signature's, an index page's
+  /// SHA-256), or the document's failure (`orderPublishing`).
+  package var documentPins: [String: ChecksumVerdict] = [:]
   /// The waits `orderPublishing` added (request → the requests it waits for): they order a shard's
   /// work but do not join requests into one shard.
   package var publishWaits: [Int32: Set<Int32>] = [:]

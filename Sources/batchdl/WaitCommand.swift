@@ -43,6 +43,15 @@ struct WaitCommand: ParsableCommand {
     }
     for session in background {
       let identifier = session.identifier ?? session.name
+      if case .finished(let code) = states[identifier], code != 0 {
+        // Why, as the worker decided it (`RunVerdict`): the exit code alone says nothing.
+        let reasons = sessions.status(identifier)?.reasons ?? []
+        let why = reasons.isEmpty ? "" : ": " + reasons.joined(separator: "; ")
+        stderr.write(
+          "batchdl: background session \(session.name) (\(identifier)) finished with exit status \(code)\(why); "
+            + "its report: \(sessions.reportPath(identifier)); its log: \(sessions.logPath(identifier))\n")
+        continue
+      }
       guard case .died(let pid) = states[identifier] else { continue }
       stderr.write(
         "batchdl: the worker of background session \(session.name) (\(identifier), pid \(pid)) died before "

@@ -178,7 +178,8 @@ public struct ReportDiff: Sendable {
     case size
     /// A task of the first report is missing from the second.
     case removed
-    /// The second report is of a run that did not run (an invalid manifest, a lock held...).
+    /// The second report is of a run that did not run (an invalid manifest, a lock held...), or
+    /// has tasks that did not run to their end (`cancelled`: the run was interrupted).
     case notRun = "not-run"
     /// The second report's run refused to prune a session: it would have deleted more files than
     /// `prune.max_delete` allows (exit 6).
@@ -253,6 +254,12 @@ public struct ReportDiff: Sendable {
         }
       case (nil, nil):
         continue
+      }
+      // A task the new run did not finish (a signal stopped it: `cancelled`) did not run: the
+      // mirror may lack its file, whatever the old report said (`not-run`).
+      if now?.outcome == .cancelled, rules.contains(.notRun) {
+        if change.kinds.isEmpty { change.kinds = ["outcome"] }
+        if change.regression == nil { change.regression = .notRun }
       }
       if !change.kinds.isEmpty { changes.append(change) }
     }

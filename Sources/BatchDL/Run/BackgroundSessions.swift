@@ -19,6 +19,8 @@ public struct WorkerStatus: Sendable, Equatable {
   public var exitStatus: Int32?
   /// The session's report.
   public var report: String
+  /// Why a finished worker's last pass was not a success (`RunVerdict.reasons`), masked.
+  public var reasons: [String] = []
 
   var json: JSON {
     var fields: [String: JSON] = [
@@ -26,6 +28,7 @@ public struct WorkerStatus: Sendable, Equatable {
       "state": .string(state), "report": .string(report),
     ]
     if let exitStatus { fields["exit_status"] = .int(Int(exitStatus)) }
+    if !reasons.isEmpty { fields["reasons"] = .array(reasons.map { .string($0) }) }
     if let started { fields["started"] = .int(started) }
     return .object(fields)
   }
@@ -52,6 +55,7 @@ public struct WorkerStatus: Sendable, Equatable {
       session: session, identifier: identifier, pid: Int32(pid), state: state,
       exitStatus: (object["exit_status"] as? Int).map { Int32($0) }, report: report,
       started: (object["started"] as? Int).map { Int64($0) })
+    reasons = object["reasons"] as? [String] ?? []
   }
 }
 
@@ -253,6 +257,7 @@ public struct BackgroundSessions {
   /// writes the session's report and events, runs `on_finished`, and exits with the session's result.
   public func work(session name: String, environment: [String: String], noPrune: Bool = false) -> ExitStatus {
     var last = ExitStatus.success
+    var reasons: [String] = []
     var identifier = name
     if let plan = try? ManifestCheck.plan(path: manifestPath, environment: environment, state: stateFolder),
       let session = plan.manifest.sessions.first(where: { $0.name == name })
@@ -279,15 +284,21 @@ public struct BackgroundSessions {
       unlink(wakePath(identifier))
       let plan: Plan
       do {
-        plan = try ManifestCheck.plan(path: manifestPath, environment: environment, state: stateFolder)
+        // The session's documents are fetched again (conditionally: `run` stored them a moment
+        // ago), so that the worker knows whether upstream gave them fresh: a stored copy alone
+        // would keep it from pruning, and would hide a night upstream could not be read.
+        plan = try ManifestCheck.plan(
+          path: manifestPath, environment: environment, descriptors: .fetch, state: stateFolder, fetching: [name])
       } catch {
         var stderr = StandardError()
         ManifestCheck.report(error.diagnostics, for: manifestPath, to: &stderr)
         last = .invalid
+        reasons = ["the manifest is invalid (batchdl validate lists why)"]
         break
       }
       guard let session = plan.manifest.sessions.first(where: { $0.name == name }) else {
         last = .invalid
+        reasons = ["the manifest has no session \(name) any more"]
         break
       }
       identifier = session.identifier ?? name
@@ -303,18 +314,22 @@ public struct BackgroundSessions {
       options.eventsPath = eventsPath(identifier)
       options.progress = .never
       options.noPrune = noPrune
+      let runner = Runner(plan: plan, options: options)
       do {
-        last = try Runner(plan: plan, options: options).run()
+        last = try runner.run()
+        reasons = runner.reasons
       } catch {
         var stderr = StandardError()
         stderr.write("batchdl worker: \(error)\n")
         last = error.status
+        reasons = [error.description]
       }
     } while last != .interrupted && access(wakePath(identifier), F_OK) == 0 && passes < 100
-    write(
-      WorkerStatus(
-        session: name, identifier: identifier, pid: getpid(), state: "finished", exitStatus: last.rawValue,
-        report: reportPath(identifier)))
+    var finished = WorkerStatus(
+      session: name, identifier: identifier, pid: getpid(), state: "finished", exitStatus: last.rawValue,
+      report: reportPath(identifier))
+    finished.reasons = reasons
+    write(finished)
     return last
   }
 

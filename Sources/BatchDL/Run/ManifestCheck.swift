@@ -8,17 +8,20 @@ import Foundation
 public enum ManifestCheck {
   /// The plan of the manifest at `path`, or every problem found in it. Documents that
   /// `metalink:` entries name by URL are fetched first (`.fetch`) or read from the state folder
-  /// (`state`: `--state`, else `.batchdl/` beside the manifest).
+  /// (`state`: `--state`, else `.batchdl/` beside the manifest); `fetching`: only these sessions'
+  /// documents are fetched (`Descriptors.prepare`).
   public static func plan(
     path: String, environment: [String: String] = ProcessInfo.processInfo.environment,
-    descriptors mode: DescriptorMode = .stored, state: String? = nil, outputs: [String] = []
+    descriptors mode: DescriptorMode = .stored, state: String? = nil, outputs: [String] = [],
+    fetching: Set<String>? = nil
   ) throws(ManifestError) -> Plan {
     let (manifest, diagnostics) = ManifestLoader.read(path: path, environment: environment)
     guard let manifest else { throw ManifestError(diagnostics: diagnostics) }
     var descriptors: DescriptorSet?
     // A manifest with errors is not planned: nothing is fetched for it.
     if Descriptors.needed(by: manifest) && !diagnostics.contains(where: { $0.severity == .error }) {
-      descriptors = Descriptors.prepare(manifest, state: StateFolder(option: state, manifest: manifest), mode: mode)
+      descriptors = Descriptors.prepare(
+        manifest, state: StateFolder(option: state, manifest: manifest), mode: mode, fetching: fetching)
     }
     return try Planner().plan(
       manifest, warnings: diagnostics, descriptors: descriptors,

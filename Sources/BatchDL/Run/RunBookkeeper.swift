@@ -46,6 +46,11 @@ final class RunBookkeeper: TransferObserver {
   let placer: FilePlacer
   /// The sessions' HTTP caches (data tasks).
   let caches: SessionCaches
+  /// Requests with a task that failed or was cancelled in this run: a document that covers one
+  /// is not published (`Publication`).
+  var failedRequests = Set<Int32>()
+  /// What the run means, once `finish` has decided it.
+  var verdict: RunVerdict?
 
   init(plan: Plan, options: RunOptions, state: StateFolder, requests: [Int32]) {
     self.plan = plan
@@ -106,13 +111,16 @@ final class RunBookkeeper: TransferObserver {
     }
     // Documents fetched before planning: listed once (a sharded run lists them in shard 0), and an
     // entry whose document failed fails here, as one task, with `descriptor`.
-    let failedDescriptors = (options.shard?.index ?? 0) == 0 ? plan.descriptors.compactMap(\.task) : []
-    if (options.shard?.index ?? 0) == 0 { report.descriptors = plan.descriptors.filter { $0.outcome != .missing } }
+    // Only the sessions of this run: a background session's worker lists (and fails on) its own.
+    let documents = plan.descriptors.filter { isInRun(session: Int($0.session)) }
+    let failedDescriptors = (options.shard?.index ?? 0) == 0 ? documents.compactMap(\.task) : []
+    if (options.shard?.index ?? 0) == 0 { report.descriptors = documents.filter { $0.outcome != .missing } }
     // So do the files of documents that the plan left out.
-    let refused = (options.shard?.index ?? 0) == 0 ? plan.refusedFiles : []
+    let refused =
+      (options.shard?.index ?? 0) == 0 ? plan.refusedFiles.filter { isInRun(session: Int($0.task.session)) } : []
     for task in failedDescriptors + refused.map(\.task) { pendingPerSession[Int(task.session), default: 0] += 1 }
     results.reserve(pendingPerSession.values.reduce(0, +))
-    for descriptor in plan.descriptors where (options.shard?.index ?? 0) == 0 {
+    for descriptor in documents where (options.shard?.index ?? 0) == 0 {
       guard let task = descriptor.task else { continue }
       record(failed(task, TransferFailure(code: .descriptor, message: descriptor.failure ?? "cannot fetch it")))
     }
@@ -225,7 +233,6 @@ final class RunBookkeeper: TransferObserver {
     cleanEphemeralPartials()
     // Every file is in place: sessions with `prune:` remove what no task names any more.
     report.prune = prune(cancelled: cancelled)
-    let pruneRefused = report.prune.contains { $0.outcome == .refused }
     report.seconds = offset(Engine.now())
     let summary = self.summary
     display.finish(summary: summary)
@@ -238,20 +245,33 @@ final class RunBookkeeper: TransferObserver {
     } catch {
       throw .setup("cannot write the report: \(error)")
     }
-    let hookFailed = report.hooks.contains { $0.status != 0 }
-    let status: ExitStatus =
-      cancelled
-      ? .interrupted : summary.failed > 0 || hookFailed ? .taskFailed : pruneRefused ? .pruneLimit : .success
+    var verdict = RunVerdict()
+    verdict.cancelled = cancelled
+    verdict.failedTasks = summary.failed
+    verdict.failedDocuments = report.descriptors.filter { $0.outcome == .failed }.map { document in
+      document.failure ?? "the document \(document.url) failed"
+    }
+    verdict.failedHooks = report.hooks.filter { $0.status != 0 }.map { ($0.session, $0.status) }
+    verdict.refusedPrunes = report.prune.filter { $0.outcome == .refused }.map(\.session)
+    // The state could not record the run (its disk is full): the next run would not know it.
+    recorder.flush(force: true)
+    verdict.unrecorded = recorder.unrecorded.map { redactor.text($0) }
+    if let unrecorded = verdict.unrecorded {
+      display.problem(
+        "error: the state folder \(state.path) cannot record this run's results (\(unrecorded)); free some space and run again"
+      )
+    }
+    self.verdict = verdict
     do {
-      try writeMetrics(status: status)
+      try writeMetrics(verdict)
     } catch {
       throw .setup("cannot write the metrics: \(error)")
     }
-    return status
+    return verdict.status
   }
 
   /// `--metrics`: the run's figures, and the last success carried over from the file's last version.
-  private func writeMetrics(status: ExitStatus) throws(SystemError) {
+  private func writeMetrics(_ verdict: RunVerdict) throws(SystemError) {
     guard let path = options.metricsPath else { return }
     var metrics = RunMetrics(manifest: plan.manifest.path, shard: options.shard?.description)
     for session in sessionsInRun {
@@ -261,10 +281,10 @@ final class RunBookkeeper: TransferObserver {
       metrics.sessions.append((session.name, summary))
     }
     metrics.seconds = report.seconds ?? 0
-    metrics.exitCode = status.rawValue
+    metrics.exitCode = verdict.status.rawValue
     metrics.ended = Date().timeIntervalSince1970
     let earlier = (try? String(contentsOfFile: path, encoding: .utf8)).map(metrics.lastSuccess(in:)) ?? 0
-    metrics.lastSuccess = status == .success ? metrics.ended : earlier
+    metrics.lastSuccess = verdict.isSuccess ? metrics.ended : earlier
     try AtomicFile.writeOutput(metrics.text, to: path)
   }
 
@@ -314,6 +334,12 @@ final class RunBookkeeper: TransferObserver {
   /// Sessions of this run, in manifest order.
   private var sessionsInRun: [Session] {
     plan.manifest.sessions.filter { options.sessions?.contains($0.name) ?? true }
+  }
+
+  /// Whether session `index` runs in this run (`RunOptions.sessions`).
+  func isInRun(session index: Int) -> Bool {
+    guard let names = options.sessions else { return true }
+    return plan.manifest.sessions.indices.contains(index) && names.contains(plan.manifest.sessions[index].name)
   }
 
   /// `on_finished`: once every task of a session has ended, its command runs with the session's

@@ -147,8 +147,14 @@ public final class Runner {
     if let failure { throw failure }
     let cancelled = engine?.isCancelled == true
     if cancelled, let engine { finished.recordCancelled(engine) }
-    return try finished.finish(cancelled: cancelled)
+    let status = try finished.finish(cancelled: cancelled)
+    reasons = finished.verdict?.reasons ?? []
+    return status
   }
+
+  /// Why the last `run()` was not a success, one line each (`RunVerdict.reasons`); empty for a
+  /// success.
+  public private(set) var reasons: [String] = []
 
   /// The state folder's lock: `lock` for a run, a worker's own for a background session.
   private func takeLock() throws(RunError) -> StateLock {

@@ -16,6 +16,9 @@ final class StateRecorder {
   private var store: StateStore?
   private var prior = PriorState()
   private var warn: (String) -> Void = { _ in }
+  /// Why the last flush could not record what the run did (the state folder's disk is full), or
+  /// nil when everything so far is recorded: a run that ends so exits 5 (`RunVerdict`).
+  private(set) var unrecorded: String?
   private var pendingResults = ResultBatch()
   private var pendingRemovals: [String] = []
   private var pendingBudgets: [(key: String, spent: Int64, attempts: Int)] = []
@@ -197,8 +200,13 @@ final class StateRecorder {
       try store.update(checkpoints: [], removing: pendingRemovals)
       try store.save(budgets: pendingBudgets, removing: pendingRemovals)
       try store.update(placed: pendingPlaced)
+      unrecorded = nil
     } catch {
-      warn("warning: cannot record results in the state folder: \(error)")
+      // Kept for the next flush (space may come back before the run ends): a result dropped here
+      // would send its file again next run. Said once; the run's verdict reports what remains.
+      if unrecorded == nil { warn("warning: cannot record results in the state folder: \(error); retrying") }
+      unrecorded = "\(error)"
+      return
     }
     pendingResults.removeAll()
     pendingRemovals.removeAll(keepingCapacity: true)

@@ -76,6 +76,9 @@ extension RunBookkeeper {
 
   func record(_ result: TaskResult) {
     results.append(result)
+    if result.outcome == .failed || result.outcome == .cancelled, let task = result.task, task.request >= 0 {
+      failedRequests.insert(task.request)
+    }
     emit(.completed(result))
     display.taskEnded(result)
     guard

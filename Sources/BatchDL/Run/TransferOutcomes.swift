@@ -144,6 +144,19 @@ extension RunBookkeeper {
         recorder.rechecked(task, request: request)
       }
     case .success(let received):
+      if let refusal = Publication.refusal(
+        of: jobRequests[job], plan: plan, failed: failedRequests, attempts: received.attempts)
+      {
+        // A mirrored document whose covered files failed: nothing is placed, the old copy stays.
+        for task in tasks {
+          let result = failed(task, refusal)
+          record(result)
+          recorder.remember(task, result, request: request, head: nil)
+        }
+        if let file = received.file { unlink(file) }
+        recorder.finished(request)
+        break
+      }
       let result = received.withDigest()
       if let cache = caches.cache(for: request), let body = result.body {
         var head = result.head
