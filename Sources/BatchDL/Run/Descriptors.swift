@@ -107,8 +107,9 @@ public enum Descriptors {
             url: masked, outcome: document.outcome, sha256: document.sha256)
           var listing: DirectoryIndex.Listing?
           if let body = document.body {
-            let parsed = DirectoryIndex.parse(
-              body, folderURL: folder.url, contentType: document.contentType, display: masked)
+            // Links resolve against the page's URL after redirects (a folder on another host).
+            let base = document.finalURL.flatMap { $0.hasSuffix("/") ? $0 : nil } ?? folder.url
+            let parsed = DirectoryIndex.parse(body, folderURL: base, contentType: document.contentType, display: masked)
             if parsed.isListing {
               // Names the page gets wrong are left out one by one (`leftOut`); the rest is used.
               listing = parsed
@@ -271,11 +272,14 @@ public enum Descriptors {
     files: (body: String, meta: String), redactor: Redactor
   ) -> FetchedDocument {
     switch answer {
-    case .body(let body, let etag, let lastModified, let contentType):
+    case .body(let body, let etag, let lastModified, let contentType, let finalURL):
       var meta = DescriptorMeta(
         url: masked, etag: etag, lastModified: lastModified, sha256: SHA256.hash(data: body).hexString)
       meta.contentType = contentType
-      let fetched = FetchedDocument(outcome: .fetched, body: body, contentType: contentType, sha256: meta.sha256)
+      // Kept beside the copy only when it holds no secret.
+      meta.finalURL = finalURL.flatMap { redactor.url($0) == $0 ? $0 : nil }
+      var fetched = FetchedDocument(outcome: .fetched, body: body, contentType: contentType, sha256: meta.sha256)
+      fetched.finalURL = finalURL
       // The same bytes with the same metadata (a page without validators, fetched whole again):
       // the stored copy stays as it is.
       if let stored, stored.meta == meta { return fetched }
@@ -375,10 +379,13 @@ struct DescriptorMeta: Equatable {
   var lastModified: String?
   var sha256: String
   var contentType: String?
+  /// The URL after redirects, when it is another (`FetchedDocument.finalURL`).
+  var finalURL: String?
 
   var json: String {
     var object: [String: JSON] = ["url": .string(url), "sha256": .string(sha256)]
     if let contentType { object["content_type"] = .string(contentType) }
+    if let finalURL { object["final_url"] = .string(finalURL) }
     if let etag { object["etag"] = .string(etag) }
     if let lastModified { object["last_modified"] = .string(lastModified) }
     var text = ""
@@ -400,6 +407,7 @@ struct DescriptorMeta: Equatable {
     self.init(
       url: url, etag: object["etag"] as? String, lastModified: object["last_modified"] as? String, sha256: sha256)
     contentType = object["content_type"] as? String
+    finalURL = object["final_url"] as? String
   }
 }
 
@@ -419,7 +427,9 @@ struct StoredDescriptor {
 
   /// The copy as a document the planner uses, with `outcome`.
   func document(_ outcome: DescriptorOutcome) -> FetchedDocument {
-    FetchedDocument(outcome: outcome, body: body, contentType: meta.contentType, sha256: meta.sha256)
+    var document = FetchedDocument(outcome: outcome, body: body, contentType: meta.contentType, sha256: meta.sha256)
+    document.finalURL = meta.finalURL
+    return document
   }
 }
 
@@ -477,7 +487,8 @@ struct DescriptorRequest {
 /// caps apply. All of a manifest's documents are fetched at once, before planning.
 final class DescriptorFetch: TransferJobSource, TransferObserver {
   enum Answer {
-    case body([UInt8], etag: String?, lastModified: String?, contentType: String?)
+    /// `finalURL`: where the body came from after redirects, when that is not the URL asked for.
+    case body([UInt8], etag: String?, lastModified: String?, contentType: String?, finalURL: String?)
     case notModified
     case failed(String)
   }
@@ -498,7 +509,7 @@ final class DescriptorFetch: TransferJobSource, TransferObserver {
     } catch {
       return requests.map { _ in .failed("the transfer engine failed: \(error)") }
     }
-    return outcomes.map { outcome in
+    return zip(requests, outcomes).map { request, outcome in
       switch outcome {
       case .success(let result) where result.notModified:
         return .notModified
@@ -511,7 +522,8 @@ final class DescriptorFetch: TransferJobSource, TransferObserver {
         }
         return .body(
           result.body ?? [], etag: kept(result.head["etag"]), lastModified: kept(result.head["last-modified"]),
-          contentType: kept(result.head["content-type"]))
+          contentType: kept(result.head["content-type"]),
+          finalURL: result.effectiveURL == request.url ? nil : result.effectiveURL)
       case .failure(let failure):
         return .failed(failure.message)
       case nil:
