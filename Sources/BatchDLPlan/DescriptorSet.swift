@@ -12,6 +12,9 @@ public struct FetchedDocument: Sendable {
   public var contentType: String?
   /// SHA-256 of `body`, as the copy's metadata keeps it (computed once, when the body came).
   public var sha256: String?
+  /// The URL the body came from after redirects, when it is not the one asked for: what an index
+  /// page's relative links resolve against.
+  public var finalURL: String?
 
   public init(
     outcome: DescriptorOutcome, body: [UInt8]? = nil, problem: String? = nil, contentType: String? = nil,

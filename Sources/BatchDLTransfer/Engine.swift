@@ -62,8 +62,9 @@ public final class Engine {
   package var lastSync: [Int: UInt64] = [:]
   /// When each download was first seen by the checkpoint pass, and its bytes then (its rate).
   package var firstSeen: [Int: (time: UInt64, count: Int64)] = [:]
-  /// Each session's cookie jar, DNS and TLS sessions, shared by its transfers.
-  package var shares: [Int: SessionShare] = [:]
+  /// The connections and TLS sessions of each connection identity, and the cookie store of each
+  /// session that keeps cookies (`ShareKey`), shared by their transfers.
+  package var shares: [ShareKey: SessionShare] = [:]
   /// Handles of finished transfers, per session, kept for the session's next transfers: a new
   /// easy handle and its buffers cost more than a reset.
   package var spareHandles: [Int: [EasyHandle]] = [:]
@@ -290,8 +291,9 @@ public final class Engine {
     }
   }
 
-  /// A transfer with its session's share, added to the multi handle: on a spare handle of the
-  /// session when one takes the receive buffer (`EasyHandle.accepts`), else on a new one.
+  /// A transfer with the share of its connection identity (`ShareKey`), added to the multi handle:
+  /// on a spare handle of the session when one takes the receive buffer (`EasyHandle.accepts`),
+  /// else on a new one.
   package func makeTransfer(_ job: Int, spec: consuming TransferSpec, timeout: Interval?) throws -> Transfer {
     let key = spec.sessionKey
     let buffer = Transfer.receiveBuffer(for: spec)
@@ -300,10 +302,11 @@ public final class Engine {
       $0.accepts(receiveBuffer: buffer, multiplexed: multiplexed) ? $0 : nil
     }
     let cookieJar = spec.cookieJar
+    let shareKey = ShareKey(spec)
     let transfer = try Transfer(
       job: job, spec: spec, timeout: timeout, easy: spare ?? EasyHandle(receiveBuffer: buffer))
-    let share = shares[key] ?? SessionShare(cookieJar: cookieJar)
-    shares[key] = share
+    let share = shares[shareKey] ?? SessionShare(cookieJar: cookieJar)
+    shares[shareKey] = share
     try share.attach(transfer.easy)
     try multi.add(transfer.easy)
     return transfer

@@ -7,10 +7,10 @@ public enum FailureClassifier {
     let name: FailureCode
     switch code {
     case CURLE_OUT_OF_MEMORY where inHead:
-      // libcurl 7.88 says "out of memory" when a response head passes its limits.
-      return TransferFailure(
-        code: .badResponse,
-        message: "the server's response head passes the size libcurl accepts (100 KB for one header line)")
+      // libcurl 7.88 says "out of memory" when a header line passes its limit.
+      return TransferFailure(code: .badResponse, message: headTooLarge)
+    case CURLE_RECV_ERROR where inHead && isHeadTooLarge(message):
+      return TransferFailure(code: .badResponse, message: headTooLarge + " (libcurl: \(message))")
     case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: name = .dns
     case CURLE_COULDNT_CONNECT: name = .connect
     case CURLE_OPERATION_TIMEDOUT: name = .timeout
@@ -32,6 +32,19 @@ public enum FailureClassifier {
     default: name = .curl(Int(code.rawValue))
     }
     return TransferFailure(code: name, message: message)
+  }
+
+  /// A response head larger than libcurl takes: the same failure over HTTP/1.1 and HTTP/2, which
+  /// another try does not fix.
+  package static let headTooLarge =
+    "the server's response head passes the size libcurl accepts (100 KB for one header line, 300 KB in all over HTTP/1.1; 128 KB in all over HTTP/2)"
+
+  /// Whether libcurl 7.88's words for a receive error before the head was complete say the head
+  /// passed its limits: over HTTP/1.1 it names them; over HTTP/2 its header callback, which fails
+  /// only when the head passes its buffer (128 KB), makes nghttp2 answer -902.
+  package static func isHeadTooLarge(_ message: String) -> Bool {
+    message.contains("Too large response headers")
+      || (message.contains("nghttp2_session_mem_recv") && message.contains("-902"))
   }
 
   /// What to set, after libcurl's words, for the TLS failures a session's `tls:` settings answer.

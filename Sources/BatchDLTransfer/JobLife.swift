@@ -20,6 +20,9 @@ package struct JobLife {
     package var waitsForConnectivity = false
     /// Piece digests are known: a complete body is checked against them.
     package var checksPieces = false
+    /// A size or a whole-file digest is expected: a complete body resumed from kept bytes is
+    /// checked against them in the engine, so that a failure fetches it again whole first.
+    package var checksContent = false
     /// Draws a backoff's jitter from `0...bound` (`RetryPolicy.delay`; tests pass a fixed one).
     package var jitter: @Sendable (Int64) -> Int64 = { Int64.random(in: 0...$0) }
 
@@ -34,6 +37,7 @@ package struct JobLife {
       spentBefore = spec.spentBefore
       waitsForConnectivity = spec.waitsForConnectivity
       checksPieces = spec.pieces != nil
+      checksContent = spec.expectedDigest != nil || spec.expectedSize != nil
     }
 
     /// The limit a job that waits (for the network policy, for connectivity) waits within.
@@ -111,6 +115,8 @@ package struct JobLife {
   package var segmentsOff = false
   /// A segmented file whose digest failed was fetched again whole.
   package private(set) var refetchedWhole = false
+  /// A resumed file whose size or digest failed was fetched again whole.
+  package private(set) var refetchedResumed = false
   /// Times pieces that failed their digests were fetched again.
   package private(set) var pieceRepairs = 0
   /// The pieces that failed are being fetched again: the rest of the file is kept as extents,
@@ -235,7 +241,9 @@ package struct JobLife {
       return [.follow(location: redirect.location, status: redirect.status)]
     }
     redirects = 0
-    if !end.cancelled, sources != nil || rules.checksPieces, case .success(var result) = end.outcome {
+    if !end.cancelled, case .success(var result) = end.outcome,
+      sources != nil || rules.checksPieces || (rules.checksContent && result.resumedFrom > 0)
+    {
       result.sources = sources?.used ?? []
       return [.check(result)]
     }
@@ -269,7 +277,18 @@ package struct JobLife {
         problem.attempts = attempts
         if let end {
           // Bytes of two sources that do not make the file: fetch it whole from this one.
-          if sources?.refetchWhole(after: problem, result) ?? false { return [.sendAgain(fromStart: true)] }
+          if sources?.refetchWhole(after: problem, result) ?? false {
+            refetchedResumed = true
+            return [.sendAgain(fromStart: true)]
+          }
+          // Kept bytes and the rest that do not make the file (the file changed under the same
+          // validators): fetch it whole, once, before the source is blamed.
+          if result.resumedFrom > 0, !refetchedResumed,
+            problem.code == .checksumMismatch || problem.code == .sizeMismatch
+          {
+            refetchedResumed = true
+            return [.sendAgain(fromStart: true)]
+          }
           outcome = .failure(problem)
           return failedOrDone(outcome, end, now: now)
         }

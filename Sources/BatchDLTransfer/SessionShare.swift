@@ -5,11 +5,13 @@ import CCurl
   import Glibc
 #endif
 
-/// What a session's transfers share through one libcurl share handle: TLS sessions, so that a new
-/// connection to a host the session has talked to resumes its TLS session instead of a full
-/// handshake (every transfer has its own easy handle); and, when the session keeps cookies, its
-/// cookie store, loaded from and saved to a jar in the state folder (memory only for ephemeral
-/// sessions).
+/// What the transfers of one connection identity share through one libcurl share handle
+/// (`ShareKey`): their connections, a pool of their own (libcurl's pool of the multi handle would
+/// match a connection to a request by its own rules, which ignore the client key and its
+/// password); TLS sessions, so that a new connection to a host they have talked to resumes its TLS
+/// session instead of a full handshake (every transfer has its own easy handle); and, for a
+/// session that keeps cookies (whose share is its own), its cookie store, loaded from and saved to
+/// a jar in the state folder (memory only for ephemeral sessions).
 package final class SessionShare {
   private let share: UnsafeMutableRawPointer?
   /// nil: no cookies; "": cookies in memory only; else the jar's path.
@@ -23,6 +25,7 @@ package final class SessionShare {
     share = curl_share_init()
     if let share {
       _ = ccurl_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_SSL_SESSION.rawValue))
+      _ = ccurl_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_CONNECT.rawValue))
       // A share that holds cookies turns libcurl's cookie engine on for every handle given it.
       if cookieJar != nil {
         _ = ccurl_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_COOKIE.rawValue))

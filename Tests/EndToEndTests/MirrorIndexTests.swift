@@ -585,3 +585,42 @@ import Testing
     #expect(asked == ["/pub/", "/pub/plain.txt", "/pub/with%20space.txt", "/pub/mid.bin"], "\(name): \(asked)")
   }
 }
+
+/// An index's folder page that redirects to another origin: its links resolve against the page
+/// where the redirect ended, and the session's secrets stay with the index's origin.
+@Suite struct RedirectedIndexPageTests {
+  @Test func aFolderPageRedirectedToAnotherHostListsFilesThere() throws {
+    let fixture = try RunFixture()
+    let other = try TestHTTPServer()
+    defer { other.stop() }
+    fixture.server.route(
+      "/pub/", .file(FileResource(text: HostileIndexTests.page(["a.bin", "sub/"]), contentType: "text/html")))
+    fixture.server.route("/pub/a.bin", .file(.version(1, length: 1000)))
+    fixture.server.route("/pub/sub/", .redirect(status: 302, location: other.url("/mirror/sub/")))
+    other.route("/mirror/sub/", .file(FileResource(text: HostileIndexTests.page(["b.bin"]), contentType: "text/html")))
+    other.route("/mirror/sub/b.bin", .file(.version(2, length: 1000)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          headers: {Authorization: "Bearer ${TOKEN}"}
+          tasks:
+            - index: BASE/pub/
+              depth: 2
+      """)
+    let outcome = try fixture.run(environment: ["TOKEN": "sekrit-token"])
+    #expect(outcome.status == 0, "\(outcome.stderr)")
+    #expect(fixture.holds("a.bin", FileResource.versionBytes(1, length: 1000)))
+    #expect(fixture.holds("sub/b.bin", FileResource.versionBytes(2, length: 1000)), "\(fixture.files())")
+    #expect(!fixture.server.requests.contains { $0.path == "/pub/sub/b.bin" }, "resolved against the first URL")
+    #expect(other.requests.map(\.path).sorted() == ["/mirror/sub/", "/mirror/sub/b.bin"])
+    #expect(other.requests.allSatisfy { $0.header("authorization") == nil }, "the other origin got the secret")
+    #expect(fixture.server.requests.first { $0.path == "/pub/" }?.header("authorization") == "Bearer sekrit-token")
+    // The stored copies keep where the redirect ended: a plan from them resolves the same way.
+    let plan = try BinaryRunner.run(
+      ["plan", "manifest.yaml", "--offline", "--json"], in: fixture.folder.path, environment: ["TOKEN": "t"])
+    #expect(plan.status == 0, "\(plan.stderr)")
+    #expect(plan.stdout.contains(other.url("/mirror/sub/b.bin")), "\(plan.stdout)")
+  }
+}

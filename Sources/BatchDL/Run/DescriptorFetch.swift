@@ -88,10 +88,13 @@ struct DescriptorMeta: Equatable {
   var lastModified: String?
   var sha256: String
   var contentType: String?
+  /// The URL after redirects, when it is another (`FetchedDocument.finalURL`).
+  var finalURL: String?
 
   var json: String {
     var object: [String: JSON] = ["url": .string(url), "sha256": .string(sha256)]
     if let contentType { object["content_type"] = .string(contentType) }
+    if let finalURL { object["final_url"] = .string(finalURL) }
     if let etag { object["etag"] = .string(etag) }
     if let lastModified { object["last_modified"] = .string(lastModified) }
     var text = ""
@@ -113,6 +116,7 @@ struct DescriptorMeta: Equatable {
     self.init(
       url: url, etag: object["etag"] as? String, lastModified: object["last_modified"] as? String, sha256: sha256)
     contentType = object["content_type"] as? String
+    finalURL = object["final_url"] as? String
   }
 }
 
@@ -132,7 +136,9 @@ struct StoredDescriptor {
 
   /// The copy as a document the planner uses, with `outcome`.
   func document(_ outcome: DescriptorOutcome) -> FetchedDocument {
-    FetchedDocument(outcome: outcome, body: body, contentType: meta.contentType, sha256: meta.sha256)
+    var document = FetchedDocument(outcome: outcome, body: body, contentType: meta.contentType, sha256: meta.sha256)
+    document.finalURL = meta.finalURL
+    return document
   }
 }
 
@@ -190,7 +196,8 @@ struct DescriptorRequest {
 /// caps apply. All of a manifest's documents are fetched at once, before planning.
 final class DescriptorFetch: TransferJobSource, TransferObserver {
   enum Answer {
-    case body([UInt8], etag: String?, lastModified: String?, contentType: String?)
+    /// `finalURL`: where the body came from after redirects, when that is not the URL asked for.
+    case body([UInt8], etag: String?, lastModified: String?, contentType: String?, finalURL: String?)
     case notModified
     case failed(String)
   }
@@ -211,7 +218,7 @@ final class DescriptorFetch: TransferJobSource, TransferObserver {
     } catch {
       return requests.map { _ in .failed("the transfer engine failed: \(error)") }
     }
-    return outcomes.map { outcome in
+    return zip(requests, outcomes).map { request, outcome in
       switch outcome {
       case .success(let result) where result.notModified:
         return .notModified
@@ -224,7 +231,8 @@ final class DescriptorFetch: TransferJobSource, TransferObserver {
         }
         return .body(
           result.body ?? [], etag: kept(result.head["etag"]), lastModified: kept(result.head["last-modified"]),
-          contentType: kept(result.head["content-type"]))
+          contentType: kept(result.head["content-type"]),
+          finalURL: result.effectiveURL == request.url ? nil : result.effectiveURL)
       case .failure(let failure):
         return .failed(failure.message)
       case nil:

@@ -112,8 +112,9 @@ public enum Descriptors {
             url: masked, outcome: document.outcome, sha256: document.sha256)
           var listing: DirectoryIndex.Listing?
           if let body = document.body {
-            let parsed = DirectoryIndex.parse(
-              body, folderURL: folder.url, contentType: document.contentType, display: masked)
+            // Links resolve against the page's URL after redirects (a folder on another host).
+            let base = document.finalURL.flatMap { $0.hasSuffix("/") ? $0 : nil } ?? folder.url
+            let parsed = DirectoryIndex.parse(body, folderURL: base, contentType: document.contentType, display: masked)
             if parsed.isListing {
               // Names the page gets wrong are left out one by one (`leftOut`); the rest is used.
               listing = parsed
@@ -281,11 +282,14 @@ public enum Descriptors {
     files: (body: String, meta: String), redactor: Redactor
   ) -> FetchedDocument {
     switch answer {
-    case .body(let body, let etag, let lastModified, let contentType):
+    case .body(let body, let etag, let lastModified, let contentType, let finalURL):
       var meta = DescriptorMeta(
         url: masked, etag: etag, lastModified: lastModified, sha256: SHA256.hash(data: body).hexString)
       meta.contentType = contentType
-      let fetched = FetchedDocument(outcome: .fetched, body: body, contentType: contentType, sha256: meta.sha256)
+      // Kept beside the copy only when it holds no secret.
+      meta.finalURL = finalURL.flatMap { redactor.url($0) == $0 ? $0 : nil }
+      var fetched = FetchedDocument(outcome: .fetched, body: body, contentType: contentType, sha256: meta.sha256)
+      fetched.finalURL = finalURL
       // The same bytes with the same metadata (a page without validators, fetched whole again):
       // the stored copy stays as it is.
       if let stored, stored.meta == meta { return fetched }

@@ -200,6 +200,14 @@ final class JobBuilder: TransferJobSource {
         PieceDigests(length: $0.length, algorithm: $0.algorithm, hashes: $0.hashes)
       }
     }
+    // A file completed from kept bytes is checked in the engine against the digest its tasks
+    // expect (all of them the same one), so that one whose joined bytes fail is fetched again whole
+    // before it fails (docs/sources.md); a body fetched whole is left to the placement's check.
+    if spec.expectedDigest == nil, let owner = ownerTask, let digest = plan.expectation(of: owner)?.digest,
+      plan.tasks(of: request).allSatisfy({ plan.expectation(of: $0)?.digest == digest })
+    {
+      spec.expectedDigest = digest
+    }
     if let owner = ownerTask, case .task(let task) = plan.entry(of: owner) {
       spec.segments = task.segments ?? spec.segments
       if spec.segments > 1 {
