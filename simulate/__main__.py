@@ -75,8 +75,10 @@ def live(seed, opts, keys, workdir, verbose=False):
     try:
         if verbose:
             s = sim.manifest.sessions
-            print("seed %d: %d files, %s listing, %s; sessions %s" % (
-                seed, len(sim.upstream.files), sim.upstream.style,
+            print("seed %d: %d files%s, %s listing, %s; sessions %s" % (
+                seed, len(sim.upstream.files),
+                " (some dated 2300)" if any(f.mtime >= 10413792000 for f in sim.upstream.files.values()) else "",
+                sim.upstream.style,
                 "signed " + sim.upstream.sums_name if sim.upstream.signed else sim.upstream.sums_name,
                 ", ".join("%s(%s, dest %s, %s)" % (x.name, x.kind, x.dest, "+".join(t.kind for t in x.tasks))
                           for x in s)))
@@ -143,7 +145,22 @@ def main():
     nights = args.nights or CI_NIGHTS
     opts = Options(os.path.abspath(binary), args.grammar, nights, args.max_files, not args.no_faults,
                    not args.no_kills, not args.no_changes, args.keep)
-    workdir = tempfile.mkdtemp(prefix="batchdl-simulate-")
+    # One fixed folder, so that a seed's absolute dest (and every path) is the same on every replay;
+    # a second simulation running at once gets a folder of its own.
+    workdir = os.path.join(tempfile.gettempdir(), "batchdl-simulate")
+    try:
+        os.makedirs(workdir)
+    except FileExistsError:
+        lock = os.path.join(workdir, "pid")
+        try:
+            with open(lock) as f:
+                os.kill(int(f.read()), 0)
+            workdir = tempfile.mkdtemp(prefix="batchdl-simulate-")
+        except (OSError, ValueError):
+            shutil.rmtree(workdir, ignore_errors=True)
+            os.makedirs(workdir)
+    with open(os.path.join(workdir, "pid"), "w") as f:
+        f.write(str(os.getpid()))
     keys = Keys(workdir)
     total_nights = total = 0
     started = time.time()

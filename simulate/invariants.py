@@ -10,6 +10,8 @@ pairs; the numbers are those of docs/testing.md:
 5. Prune deletes only files upstream no longer lists, in a pruning session that did not fail,
    never more than max_delete, never the user's file; no file upstream still lists is lost.
 6. Nothing is written outside the dests, the state folder and the named outputs (the canary).
+7. A quiet night (no upstream change, no fault, the night before exited 0) sends only the
+   documents' requests: no file is fetched again.
 8. The exit code, the report and the metrics agree with each other and with the disk; a second
    run started during a run exits 4; a damaged state folder exits 5 and sends nothing.
 9. The secret of the manifest's header is in no file written and in no request to the mirror
@@ -162,6 +164,16 @@ def check_canary(sim, canary_before):
             yield 6, "%s was %s outside dest, state and outputs" % (sim.show(path), what)
 
 
+def check_quiet_night(sim, night):
+    if not night.quiet or any(s.kind == "ephemeral" or s.refresh for s in sim.manifest.sessions):
+        return
+    docs = set(sim.upstream.checksum_files())
+    fetched = [e["path"] for e in night.log if not e["path"].endswith("/")
+               and e["path"][len("/pub/"):] not in docs]
+    if fetched:
+        yield 7, "a night without change sent %d file requests (%r first)" % (len(fetched), fetched[0])
+
+
 def check_report(sim, night, after):
     rc = night.rc
     if rc not in (0, 1, 3, 6):
@@ -215,7 +227,8 @@ def check_secret(sim, night):
 def check_all(sim, night, before, after, canary_before):
     for check in (check_processes(night), check_bytes(sim, after), check_exit_zero(sim, night, after),
                   check_mirrored_sums(sim, before, after), check_prune(sim, night, before, after),
-                  check_canary(sim, canary_before), check_report(sim, night, after),
+                  check_canary(sim, canary_before), check_quiet_night(sim, night),
+                  check_report(sim, night, after),
                   check_secret(sim, night)):
         yield from check
     yield from night.extra_violations

@@ -33,7 +33,7 @@ class Process:
         self.what, self.timeout, self.killed, self.hung = what, timeout, 0, False
         self.started = time.time()
         self.popen = subprocess.Popen([sim.opts.binary] + args, cwd=sim.home, env=sim.env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         self.rc, self.out, self.err = None, b"", b""
 
     def signal(self, sig):
@@ -47,8 +47,8 @@ class Process:
             self.out, self.err = self.popen.communicate(timeout=self.timeout)
         except subprocess.TimeoutExpired:
             self.hung = True
-            self.popen.kill()
-            self.out, self.err = self.popen.communicate()
+            os.killpg(self.popen.pid, signal.SIGKILL)  # its group: a child may hold the pipes
+            self.out, self.err = self.popen.communicate(timeout=10)
         self.rc = self.popen.returncode
         self.ended = time.time()
         return self.rc
@@ -65,6 +65,7 @@ class Night:
         self.sim, self.number = sim, number
         self.processes, self.extra_violations, self.changes, self.events = [], [], [], []
         self.rc, self.expected_rc, self.document_failed, self.log = None, False, None, []
+        self.quiet = False  # no change, no fault, no event, and the night before exited 0
 
     def report(self):
         return inv.report_json(os.path.join(self.sim.outputs, "report.json"))
@@ -109,8 +110,9 @@ class Simulation:
             os.makedirs(s.dest_path, exist_ok=True)
             with open(os.path.join(s.dest_path, inv.USER_FILE), "w") as f:
                 f.write("the user's own file\n")
-        self.env = dict(os.environ, SIM_TOKEN=self.secret, LC_ALL="C.UTF-8")
-        self.ever_map, self.last_good, self.expected = {}, {}, {}
+        # No Swift backtracer: a crash is a death by signal at once, not a 30 s symbolication.
+        self.env = dict(os.environ, SIM_TOKEN=self.secret, LC_ALL="C.UTF-8", SWIFT_BACKTRACE="enable=no")
+        self.ever_map, self.last_good, self.expected, self.previous_rc = {}, {}, {}, None
         self.manifest_path = self.manifest.write(self.server, self.mirror)
 
     def close(self):
@@ -170,6 +172,7 @@ class Simulation:
                 if self.opts.changes:
                     night.changes.append(u.change())
         fault, event = self.pick_faults(rng, night)
+        night.quiet = self.previous_rc == 0 and not night.changes and not night.events
         self.manifest_path = self.manifest.write(self.server, self.mirror)
         u.record_served()
         self.expected = self.manifest.expected()
@@ -194,6 +197,7 @@ class Simulation:
                 self.last_good[path] = (self.visible(upath, t), after[path])
         self.server.log.clear()
         self.mirror.log.clear()
+        self.previous_rc = night.rc
         return night, violations
 
     def pick_faults(self, rng, night):
@@ -242,8 +246,9 @@ class Simulation:
             sent = len(self.server.log)
             proc = self.start(night, "run on a damaged state folder")
             if proc.wait() != 5 or len(self.server.log) != sent:
-                night.extra_violations.append((8, "a damaged state folder: exit %d and %d requests sent (want 5, 0)"
-                                               % (proc.rc, len(self.server.log) - sent)))
+                night.extra_violations.append((8, "a damaged state folder: exit %d and %d requests sent (want 5, 0: %s)"
+                                               % (proc.rc, len(self.server.log) - sent,
+                                                  ", ".join(e["path"] for e in self.server.log[sent:sent + 3]))))
             self.start(night, "cache clear", ["cache", "clear", "--yes", self.manifest_path]).wait()
         if kind in ("kill", "term"):
             proc = self.start(night, "run (to be signalled)")

@@ -37,7 +37,7 @@ class Server:
 
     def start(self):
         handler = type("Handler", (_Handler,), {"sim": self})
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), handler)
+        httpd = _Quiet(("127.0.0.1", self.port), handler)
         httpd.daemon_threads = True
         self.port = httpd.server_address[1]
         self.httpd = httpd
@@ -52,6 +52,11 @@ class Server:
 
     def url(self, path=""):
         return "http://127.0.0.1:%d/pub/%s" % (self.port, urllib.parse.quote(path.encode(), safe="/"))
+
+
+class _Quiet(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        pass  # a client that hangs up (a killed run) is part of the simulation
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
