@@ -1,0 +1,242 @@
+"""What a mirror promises, checked after every night. Each check returns (invariant, message)
+pairs; the numbers are those of docs/testing.md:
+
+1. batchdl never dies by a signal and never hangs.
+2. Every file at a destination holds bytes upstream served for that path, and, when a checksum
+   file covers it, bytes an entry for that path (or its bare name) gave: never another file's.
+3. Exit 0 means the mirror equals upstream's listed set as of that night, and that every document
+   (listing page, checksum file, signature) was fetched: a night on which one failed is not 0.
+4. A mirrored checksum file placed this night names no file the mirror lacks or holds otherwise.
+5. Prune deletes only files upstream no longer lists, in a pruning session that did not fail,
+   never more than max_delete, never the user's file; no file upstream still lists is lost.
+6. Nothing is written outside the dests, the state folder and the named outputs (the canary).
+7. A quiet night (no upstream change, no fault, the night before exited 0) sends only the
+   documents' requests: no file is fetched again.
+8. The exit code, the report and the metrics agree with each other and with the disk; a second
+   run started during a run exits 4; a damaged state folder exits 5 and sends nothing.
+9. The secret of the manifest's header is in no file written and in no request to the mirror
+   origin.
+"""
+
+import base64
+import hashlib
+import json
+import os
+import re
+
+from .upstream import sha256
+
+USER_FILE = "USER-NOTE.txt"
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return sha256(f.read())
+
+
+def tree(root, skip=()):
+    """path -> SHA-256 of every regular file under root, leaving out the folders in `skip`."""
+    out = {}
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if os.path.join(folder, d) not in skip]
+        for name in files:
+            path = os.path.join(folder, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                out[path] = digest(path)
+    return out
+
+
+def mirror_files(sim):
+    """The files in every dest (partial files aside): path -> SHA-256."""
+    out = {}
+    for s in sim.manifest.sessions:
+        if os.path.isdir(s.dest_path):
+            out.update({p: d for p, d in tree(s.dest_path).items() if not p.endswith(".batchdl-part")})
+    return out
+
+
+def check_processes(night):
+    for proc in night.processes:
+        if proc.hung:
+            yield 1, "%s hung past %ds and was killed" % (proc.what, proc.timeout)
+        elif proc.rc < 0 and not (proc.killed and -proc.rc == proc.killed):
+            yield 1, "%s died by signal %d (%s)" % (proc.what, -proc.rc, proc.last_stderr())
+
+
+def check_bytes(sim, after):
+    u = sim.upstream
+    for path, dig in sorted(after.items()):
+        if os.path.basename(path) == USER_FILE:
+            continue
+        sources = sim.ever_map.get(path)
+        if not sources:
+            yield 2, "%s is a file no task ever named" % sim.show(path)
+            continue
+        served = set().union(*(u.served.get(p, set()) for p, _ in sources))
+        if dig not in served:
+            yield 2, "%s holds bytes upstream never served for %s" % (
+                sim.show(path), " or ".join(sorted(repr(p) for p, _ in sources)))
+            continue
+        covered = [p for p, checked in sources if checked]
+        if covered:
+            given = set()
+            for p in covered:
+                given |= u.entries.get(p, set()) | u.entries.get(p.rsplit("/", 1)[-1], set())
+            if dig not in given:
+                yield 2, "%s holds bytes no checksum entry for %r ever gave" % (sim.show(path), covered[0])
+        owner = sim.owner(path)
+        if owner and owner.max_size and os.path.getsize(path) > owner.max_size:
+            yield 2, "%s is larger than the session's max_size" % sim.show(path)
+
+
+def check_exit_zero(sim, night, after):
+    if night.rc != 0:
+        return
+    if night.document_failed:
+        yield 3, "exit 0 although %s" % night.document_failed
+    for path, (upath, s, t) in sorted(sim.expected.items(), key=lambda kv: kv[0]):
+        if path not in after:
+            yield 3, "exit 0 but %s (upstream %r) is missing" % (sim.show(path), upath)
+            continue
+        now = sha256(sim.upstream.documents()[upath][0])
+        if after[path] != now and not sim.stale_allowed(path, upath, t, after[path]):
+            yield 3, "exit 0 but %s is not upstream's current %r" % (sim.show(path), upath)
+
+
+def check_mirrored_sums(sim, before, after):
+    u = sim.upstream
+    algorithm = hashlib.sha256 if u.sums_name == "SHA256SUMS" else hashlib.sha512
+    for s in sim.manifest.sessions:
+        for t in s.tasks:
+            if t.kind != "index":
+                continue
+            folder = os.path.join(s.dest_path, t.to)
+            sums = os.path.join(folder, u.sums_name)
+            if sums not in after or before.get(sums) == after[sums]:
+                continue
+            with open(sums, "rb") as f:
+                lines = f.read().decode("utf-8", "surrogateescape").splitlines()
+            for line in lines:
+                hexdigest, _, name = line.partition("  ")
+                if name.count("/") >= t.depth or ("/" not in name and name not in u.files):
+                    continue
+                path = os.path.join(folder, name)
+                if path not in after:
+                    yield 4, "the %s placed this night names %r, which the mirror lacks" % (u.sums_name, name)
+                else:
+                    with open(path, "rb") as f:
+                        if algorithm(f.read()).hexdigest() != hexdigest:
+                            yield 4, "the %s placed this night names %r with other bytes than the mirror's" % (
+                                u.sums_name, name)
+
+
+def check_prune(sim, night, before, after):
+    deleted = {}
+    for path in sorted(set(before) - set(after)):
+        if os.path.basename(path) == USER_FILE:
+            yield 5, "the user's file %s was deleted" % sim.show(path)
+            continue
+        if path in sim.expected:
+            yield 5, "%s was lost although upstream still lists %r" % (sim.show(path), sim.expected[path][0])
+        s = sim.owner(path)
+        deleted.setdefault(s.name if s else "?", []).append(path)
+    for name, paths in deleted.items():
+        s = next((s for s in sim.manifest.sessions if s.name == name), None)
+        if s is None or s.prune is None:
+            yield 5, "%d files deleted from a session without prune (%s)" % (len(paths), sim.show(paths[0]))
+            continue
+        failed = [t for t in night.report_tasks() if t.get("session") == name
+                  and t.get("outcome") in ("failed", "cancelled")]
+        if failed:
+            yield 5, "prune deleted %s in session %s although %s ended %s" % (
+                sim.show(paths[0]), name, failed[0].get("id"), failed[0].get("outcome"))
+        elif night.document_failed:
+            yield 5, "prune deleted %s although %s" % (sim.show(paths[0]), night.document_failed)
+        if isinstance(s.prune, int) and not isinstance(s.prune, bool) and len(paths) > s.prune:
+            yield 5, "prune deleted %d files, more than max_delete %d" % (len(paths), s.prune)
+
+
+def check_canary(sim, canary_before):
+    now = sim.canary()
+    for path in sorted(set(now) | set(canary_before)):
+        if now.get(path) != canary_before.get(path):
+            what = "created" if path not in canary_before else "deleted" if path not in now else "changed"
+            yield 6, "%s was %s outside dest, state and outputs" % (sim.show(path), what)
+
+
+def check_quiet_night(sim, night):
+    if not night.quiet or any(s.kind == "ephemeral" or s.refresh for s in sim.manifest.sessions):
+        return
+    docs = set(sim.upstream.checksum_files())
+    fetched = [e["path"] for e in night.log if not e["path"].endswith("/")
+               and e["path"][len("/pub/"):] not in docs]
+    if fetched:
+        yield 7, "a night without change sent %d file requests (%r first)" % (len(fetched), fetched[0])
+
+
+def check_report(sim, night, after):
+    rc = night.rc
+    if rc not in (0, 1, 3, 6):
+        if rc is not None and rc >= 0 and not night.expected_rc:
+            yield 8, "the run exited %d" % rc
+        return
+    report = night.report()
+    if report is None:
+        yield 8, "exit %d but no readable report" % rc
+        return
+    tasks = report.get("tasks", [])
+    bad = [t for t in tasks if t.get("outcome") in ("failed", "cancelled")]
+    if rc == 0 and (bad or report.get("summary", {}).get("failed")):
+        yield 8, "exit 0 but the report has %s %s" % (bad[0].get("id") if bad else "", "failed")
+    if rc == 1 and not bad and not report.get("hooks"):
+        yield 8, "exit 1 but no task failed in the report"
+    if rc == 6 and not any(p.get("outcome") == "refused" for p in report.get("prune", [])):
+        yield 8, "exit 6 but no prune refused in the report"
+    for t in tasks:
+        if t.get("outcome") in ("completed", "unchanged") and t.get("kind") == "download" and t.get("to"):
+            path = os.path.join(sim.home, t["to"])
+            if path not in after:
+                yield 8, "the report says %s %s but it is not on disk" % (t.get("id"), t["outcome"])
+            elif t.get("sha256") and t["sha256"] != after[path]:
+                yield 8, "the report gives %s another sha256 than the disk" % t.get("id")
+    metrics = night.read_output("batchdl.prom")
+    if metrics is not None:
+        m = re.search(r"^batchdl_exit_code\{[^}]*\} (\d+)", metrics, re.M)
+        if not m or int(m.group(1)) != rc:
+            yield 8, "metrics say exit %s, the run exited %d" % (m.group(1) if m else "nothing", rc)
+
+
+def check_secret(sim, night):
+    secret = sim.secret.encode()
+    spellings = [secret, base64.b64encode(secret)]
+    for folder, _, files in os.walk(sim.root):
+        for name in files:
+            path = os.path.join(folder, name)
+            if os.path.islink(path) or not os.path.isfile(path):
+                continue
+            with open(path, "rb") as f:
+                data = f.read()
+            if any(s in data for s in spellings):
+                yield 9, "the secret is written in %s" % sim.show(path)
+    for entry in night.log:
+        if entry["origin"] == "mirror" and entry["secret"]:
+            yield 9, "the secret header was sent to the mirror origin for %r" % entry["path"]
+            break
+
+
+def check_all(sim, night, before, after, canary_before):
+    for check in (check_processes(night), check_bytes(sim, after), check_exit_zero(sim, night, after),
+                  check_mirrored_sums(sim, before, after), check_prune(sim, night, before, after),
+                  check_canary(sim, canary_before), check_quiet_night(sim, night),
+                  check_report(sim, night, after),
+                  check_secret(sim, night)):
+        yield from check
+    yield from night.extra_violations
+
+
+def report_json(path):
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
