@@ -6,7 +6,8 @@ pairs; the numbers are those of docs/testing.md:
    file covers it, bytes an entry for that path (or its bare name) gave: never another file's.
 3. Exit 0 means the mirror equals upstream's listed set as of that night, and that every document
    (listing page, checksum file, signature) was fetched: a night on which one failed is not 0.
-4. A mirrored checksum file placed this night names no file the mirror lacks or holds otherwise.
+4. A mirrored checksum file that the manifest checks with (`checksums:`), placed this night, names
+   no file the mirror lacks or holds otherwise.
 5. Prune deletes only files upstream no longer lists, in a pruning session that did not fail,
    never more than max_delete, never the user's file; no file upstream still lists is lost.
 6. Nothing is written outside the dests, the state folder and the named outputs (the canary).
@@ -108,7 +109,9 @@ def check_mirrored_sums(sim, before, after):
     algorithm = hashlib.sha256 if u.sums_name == "SHA256SUMS" else hashlib.sha512
     for s in sim.manifest.sessions:
         for t in s.tasks:
-            if t.kind != "index":
+            # Only a checksum file the manifest checks with (`checksums:`) is batchdl's to hold
+            # back: one merely mirrored is upstream's own, consistent or not.
+            if t.kind != "index" or not t.checksums:
                 continue
             folder = os.path.join(s.dest_path, t.to)
             sums = os.path.join(folder, u.sums_name)

@@ -13,6 +13,18 @@ extension Plan {
   /// manifest's folder.
   public func absolute(_ path: String) -> String { FileAccess.resolve(path, against: manifest.absoluteDirectory) }
 
+  /// The absolute, normalized folder of a task's session's `dest` (the manifest's folder when it
+  /// has none): the root below which no symbolic link is followed.
+  public func absoluteDest(of task: PlannedTask) -> String {
+    let index = Int(task.session)
+    return index < sessionRoots.count ? sessionRoots[index] : sessionRoot(dest: manifest.sessions[index].dest)
+  }
+
+  /// `dest` (a session's) as an absolute, normalized folder.
+  package func sessionRoot(dest: String) -> String {
+    FileAccess.normalize(absolute(dest.isEmpty ? "." : dest))
+  }
+
   /// A task's destination as an absolute path; nil when the task has none.
   public func absoluteDestination(of task: PlannedTask) -> String? {
     destination(of: task).map(absolute)

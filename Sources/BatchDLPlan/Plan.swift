@@ -192,6 +192,8 @@ public struct Plan: Sendable {
   /// its signature, an index page) → the requests of the files the document covers. It is placed
   /// only after them, and only when none of them failed in the run (`Publication`).
   public var publishedAfter: [Int32: [Int32]] = [:]
+  /// Each session's `dest` as an absolute, normalized folder (`absoluteDest(of:)`).
+  public var sessionRoots: [String] = []
 
   /// The size and digest a download must have, wherever they were written: the task's `size:` and
   /// `sha256:`, or its Metalink `<size>` and `<hash>`. Nil when nothing is expected.

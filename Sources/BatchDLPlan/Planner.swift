@@ -60,11 +60,13 @@ public struct Planner {
     // (the loader's are masked already).
     all.append(contentsOf: builder.diagnostics.items.map(builder.redactor.diagnostic))
     if all.hasErrors { throw ManifestError(diagnostics: all.sorted) }
-    return Plan(
+    var plan = Plan(
       manifest: manifest, text: builder.text, tasks: builder.tasks, requests: builder.requests, order: order,
       hosts: builder.hosts, mergedDuplicates: builder.merged, warnings: all.sorted, expectations: builder.expectations,
       descriptors: builder.descriptors, refusedFiles: builder.refusedFiles, unresolvedAfter: builder.unresolvedAfter,
       refusedRequests: builder.refusedRequests, publishedAfter: builder.publishWaits.mapValues { $0.sorted() })
+    plan.sessionRoots = manifest.sessions.map { plan.sessionRoot(dest: $0.dest) }
+    return plan
   }
 }
 

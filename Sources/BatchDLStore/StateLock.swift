@@ -8,6 +8,11 @@ public final class StateLock {
     public var folder: String
     public var pid: Int32?
 
+    public init(folder: String, pid: Int32?) {
+      self.folder = folder
+      self.pid = pid
+    }
+
     public var description: String {
       let holder = pid.map { "batchdl (pid \($0))" } ?? "another batchdl run"
       return

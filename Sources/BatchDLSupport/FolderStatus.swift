@@ -47,4 +47,46 @@ public final class FolderStatus: Sendable {
       }
     }
   }
+
+  /// `status(path)` for a file below `root` (a session's `dest`), never through a symbolic link
+  /// below `root`: each folder on the way is opened with `O_NOFOLLOW` from the one above it, and
+  /// the file itself is looked at without following a link, as prune and placement do. A path on
+  /// which a link stands reads as no file (nil). `root` itself may be a link: the user chose it.
+  public func status(_ path: String, below root: String) -> (size: Int64, modified: Int64)? {
+    let prefix = root.hasSuffix("/") ? root : root + "/"
+    guard path.utf8.count > prefix.utf8.count, path.utf8.starts(with: prefix.utf8) else { return status(path) }
+    return path.withCString { cPath -> (size: Int64, modified: Int64)? in
+      let length = strlen(cPath)
+      let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(cPath).assumingMemoryBound(to: UInt8.self), count: length)
+      guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")), slash + 1 < length else { return nil }
+      let folder = UnsafeBufferPointer(rebasing: bytes[..<slash])
+      return open.withLock { open -> (size: Int64, modified: Int64)? in
+        // The cache key marks a folder opened without links by a leading NUL (no path has one).
+        let key = [0] + Array(folder)
+        if !open.path.elementsEqual(key) {
+          if open.descriptor >= 0 { close(open.descriptor) }
+          open.path = key
+          open.descriptor = Self.openWithoutLinks(
+            root: root, below: Array(folder.dropFirst(min(folder.count, prefix.utf8.count))))
+        }
+        guard open.descriptor >= 0 else { return nil }
+        var info = stat()
+        guard fstatat(open.descriptor, cPath + slash + 1, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+        return FileAccess.status(of: info)
+      }
+    }
+  }
+
+  /// Opens `root`, then each folder of `relative` (bytes, `/`-separated) from the one above it
+  /// with `O_NOFOLLOW`; -1 when one is missing, a link or not a folder.
+  private static func openWithoutLinks(root: String, below relative: [UInt8]) -> Int32 {
+    var descriptor = Glibc.open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    for part in relative.split(separator: UInt8(ascii: "/")) where descriptor >= 0 {
+      let name = String(decoding: part, as: UTF8.self)
+      let next = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+      close(descriptor)
+      descriptor = next
+    }
+    return descriptor
+  }
 }

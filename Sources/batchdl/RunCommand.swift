@@ -118,6 +118,16 @@ struct RunCommand: ParsableCommand {
     let outputs = [report, junit, events, metrics].compactMap {
       $0?.replacingOccurrences(of: "{shard}", with: shardIndex)
     }
+    // Documents are fetched before planning: the lock and the state folder are checked first, so
+    // that a run that stops on them has sent nothing.
+    do {
+      let resolvedShard = shard.flatMap { try? Shard.resolve($0, shards: shards, environment: environment).get() }
+      try RunPreflight.check(manifestPath: manifest, statePath: state, shard: resolvedShard)
+    } catch {
+      stderr.write("batchdl: \(error)\n")
+      writeNotRun(status: error.status, reason: error.description)
+      throw ExitCode(error.status.rawValue)
+    }
     do {
       plan = try loadPlan(manifest, descriptors: .fetch, state: state, quiet: quiet, outputs: outputs)
     } catch {

@@ -292,6 +292,79 @@ import Testing
     #expect(fixture.checkpointBytes() == 0)
   }
 
+  // MARK: - Links below dest
+
+  /// A folder below `dest` replaced by a link to a copy elsewhere: the file there is not this
+  /// task's, however alike (the unchanged check followed the link; prune did not).
+  @Test func theUnchangedCheckNeverFollowsALinkedFolderOutOfDest() throws {
+    let fixture = try RunFixture()
+    let outside = Self.outsideFolder()
+    fixture.server.route("/f.bin", .file(.version(1, length: 64)))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          dest: m/
+          tasks:
+            - download: BASE/f.bin
+              to: sub/f.bin
+      """)
+    #expect(try fixture.run().status == 0)
+    // The folder moves out of dest, its file unchanged (size and time kept), and a link takes its place.
+    #expect(rename(fixture.folder.path + "/m/sub", outside.path + "/sub") == 0)
+    #expect(symlink(outside.path + "/sub", fixture.folder.path + "/m/sub") == 0)
+    let outcome = try fixture.run()
+    let task = try fixture.tasks()["m/sub/f.bin"]
+    #expect(task?["outcome"] as? String == "failed", "\(outcome.stdout)\(outcome.stderr)")
+    #expect(HostileReviewTests.code(task) == "unsafe-path", "\(outcome.stderr)")
+    #expect(outcome.status == 1)
+    // Nothing was written through the link.
+    #expect((try? FileManager.default.contentsOfDirectory(atPath: outside.path + "/sub")) == ["f.bin"])
+  }
+
+  // MARK: - Nothing sent before the lock and the state folder
+
+  /// A damaged database (exit 5) and a held lock (exit 4) stop a run before its documents are
+  /// fetched: nothing is sent, and nothing is written beside the run that holds the folder.
+  @Test func aDamagedStateOrAHeldLockSendsNoDocumentRequest() throws {
+    let fixture = try RunFixture()
+    fixture.server.route("/pub/", HostileReviewTests.listing(["slow.bin"]))
+    fixture.server.route("/pub/slow.bin", trickling(FileResource.versionBytes(1, length: 1 << 20), etag: "s"))
+    fixture.manifest(
+      """
+      version: 1
+      sessions:
+        s:
+          tasks:
+            - index: BASE/pub/
+      """)
+    #expect(try fixture.run().status == 0)
+    // A held lock: the second run sends nothing.
+    fixture.server.route("/pub/slow.bin", trickling(FileResource.versionBytes(2, length: 4 << 20), etag: "t"))
+    let first = try fixture.start(["--refresh"])
+    defer {
+      kill(first.processIdentifier, SIGKILL)
+      first.waitUntilExit()
+    }
+    let deadline = Date().addingTimeInterval(20)
+    while Date() < deadline && fixture.server.requests(for: "/pub/slow.bin").count < 2 { usleep(20_000) }
+    fixture.server.clearLog()
+    let locked = try fixture.run()
+    #expect(locked.status == 4, "\(locked.stderr)")
+    #expect(fixture.server.requests(for: "/pub/").isEmpty, "\(fixture.server.requests.map(\.path))")
+    kill(first.processIdentifier, SIGKILL)
+    first.waitUntilExit()
+    // A damaged database: exit 5, nothing sent.
+    _ = fixture.folder.write(".batchdl/state.sqlite", String(repeating: "not a database ", count: 400))
+    for suffix in ["-wal", "-shm"] { unlink(fixture.folder.path + "/.batchdl/state.sqlite" + suffix) }
+    fixture.server.clearLog()
+    let damaged = try fixture.run()
+    #expect(damaged.status == 5, "\(damaged.stderr)")
+    #expect(fixture.server.requests.isEmpty, "\(fixture.server.requests.map(\.path))")
+    #expect((fixture.folder.read("report.json") ?? "").contains("\"not_run\""))
+  }
+
   /// A file's bytes, opened by the path's own UTF-8 bytes (Foundation may change a name's
   /// normalization on its way to the system).
   static func contents(_ fixture: RunFixture, _ name: String) -> [UInt8]? {

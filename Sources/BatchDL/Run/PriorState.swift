@@ -81,7 +81,9 @@ public struct PriorState: Sendable {
         continue
       }
       if let destination = plan.absoluteDestination(of: task) {
-        guard let info = files.status(destination) else {
+        // Below the session's `dest`, no link is followed: a folder replaced by a link out of it
+        // does not make a file elsewhere this task's.
+        guard let info = files.status(destination, below: plan.absoluteDest(of: task)) else {
           reason = reason ?? "the file is missing"
           continue
         }

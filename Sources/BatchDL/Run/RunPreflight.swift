@@ -1,0 +1,37 @@
+import BatchDLManifest
+import BatchDLPlan
+import BatchDLStore
+import BatchDLSupport
+import Foundation
+
+/// What `run` checks before it sends the first request, documents included: that no other run
+/// holds the state folder's lock (exit 4) and that the state folder can be read (exit 5). The
+/// documents a manifest names by URL are fetched before planning, and their copies are written to
+/// the state folder: a run that then stops on the lock or a damaged database has already sent
+/// requests, and written beside another run.
+public enum RunPreflight {
+  /// Throws the run's error for a held lock or a state folder that cannot be used; nothing is
+  /// taken or written (the run takes the lock itself, later).
+  public static func check(
+    manifestPath: String, statePath: String?, shard: Shard?,
+    environment: [String: String] = ProcessInfo.processInfo.environment
+  ) throws(RunError) {
+    let (manifest, diagnostics) = ManifestLoader.read(path: manifestPath, environment: environment)
+    // An invalid manifest is the planner's to report.
+    guard let manifest, !diagnostics.contains(where: { $0.severity == .error }), Descriptors.needed(by: manifest),
+      manifest.sessions.contains(where: { $0.kind != .ephemeral })
+    else { return }
+    let state = StateFolder(option: statePath, manifest: manifest, shard: shard)
+    if let pid = StateLock.holder(folder: state.path, name: state.lockName) {
+      throw .locked(StateLock.Held(folder: state.path, pid: pid == 0 ? nil : pid))
+    }
+    var info = stat()
+    guard stat(state.database, &info) == 0 else { return }
+    do throws(StateError) {
+      let store = try state.openStore(readOnly: true)
+      _ = try state.load(store)
+    } catch {
+      throw .state(error)
+    }
+  }
+}
