@@ -140,7 +140,7 @@ import Testing
     let far3000 = timespec(tv_sec: 32_503_680_000, tv_nsec: 0)
     var times = [far3000, far3000]
     #expect(utimensat(AT_FDCWD, fixture.folder.path + "/far.bin", &times, 0) == 0)
-    let third = try fixture.run()
+    let third = try fixture.run(["--refresh"])
     #expect(third.status == 0, "\(third.stderr)")
     #expect(try BinaryRunner.run(["status", "manifest.yaml"], in: fixture.folder.path).status == 0)
   }
@@ -178,6 +178,16 @@ import Testing
     #expect(again.status == 0, "\(again.stderr)")
     #expect(Self.contents(fixture, "m/caf\u{E9}.bin") == Array("composed".utf8))
     #expect(Self.contents(fixture, "m/cafe\u{301}.bin") == Array("decomposed".utf8))
+    // A third night on which only the NFD file fails: `report diff` sees that task, not its twin.
+    fixture.folder.write("good.json", fixture.folder.read("report.json") ?? "")
+    fixture.server.route("/pub/" + nfd, .status(500))
+    fixture.server.route("/pub/", HostileReviewTests.listing([nfc, nfd, "new.bin"]))
+    fixture.server.route("/pub/new.bin", .file(.version(3, length: 8)))
+    let third = try fixture.run(["--refresh"])
+    #expect(third.status == 1, "\(third.stdout) \(third.stderr) \(fixture.server.requests.map(\.path))")
+    let diff = try BinaryRunner.run(["report", "diff", "good.json", "report.json", "--json"], in: fixture.folder.path)
+    #expect(diff.status == 1, "\(diff.stdout)")
+    #expect(diff.stdout.contains("cafe\u{301}.bin"), "\(diff.stdout)")
   }
 
   // MARK: - Secrets, usage errors, locks

@@ -106,7 +106,7 @@ extension RunReport {
   public static func merge(_ reports: [(path: String, report: RunReport)]) throws(ReadError) -> RunReport {
     guard let first = reports.first else { throw ReadError(description: "no report to merge") }
     var merged = RunReport(manifest: first.report.manifest)
-    var seen: [String: String] = [:]
+    var seen: [ByteString: String] = [:]
     for (path, report) in reports {
       guard report.manifest == first.report.manifest else {
         throw ReadError(
@@ -115,11 +115,11 @@ extension RunReport {
         )
       }
       for result in report.results {
-        if let other = seen[result.id] {
+        if let other = seen[ByteString(result.id)] {
           throw ReadError(
             description: "task \(result.id) is in both \(other) and \(path): shards of one run never share a task")
         }
-        seen[result.id] = path
+        seen[ByteString(result.id)] = path
         merged.results.append(result)
       }
       let (requests, overflow) = merged.requests.addingReportingOverflow(report.requests)
@@ -226,11 +226,14 @@ public struct ReportDiff: Sendable {
     self.old = old
     self.new = new
     notRunRegression = new.notRun != nil && rules.contains(.notRun)
-    let before = Dictionary(old.results.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-    let after = Dictionary(new.results.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-    for id in Set(before.keys).union(after.keys).sorted() {
-      let was = before[id]
-      let now = after[id]
+    // Ids by their bytes: `café` in NFC and in NFD are two tasks (two files), never one.
+    let before = Dictionary(old.results.map { (ByteString($0.id), $0) }, uniquingKeysWith: { first, _ in first })
+    let after = Dictionary(new.results.map { (ByteString($0.id), $0) }, uniquingKeysWith: { first, _ in first })
+    let ids = Set(before.keys).union(after.keys).sorted { $0.text.utf8.lexicographicallyPrecedes($1.text.utf8) }
+    for key in ids {
+      let id = key.text
+      let was = before[key]
+      let now = after[key]
       var change = Change(id: id, old: was, new: now, kinds: [], regression: nil)
       switch (was, now) {
       case (nil, let now?):
