@@ -96,7 +96,8 @@ struct ReportCommand: ParsableCommand {
       if json && markdown { throw ValidationError("--json and --markdown exclude each other: choose one") }
       guard paths.count == 1 || paths.count == 2 else {
         throw ValidationError(
-          "name two reports (old.json new.json), or a manifest to compare its last two runs; found \(paths.count) paths")
+          "name two reports (old.json new.json), or a manifest to compare its last two runs; found \(paths.count) paths"
+        )
       }
       if state != nil && paths.count == 2 {
         throw ValidationError("--state goes with a manifest (report diff MANIFEST --state DIR), not with two reports")

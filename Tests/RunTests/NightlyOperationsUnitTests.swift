@@ -39,7 +39,9 @@ import Testing
 
   func report(_ tasks: [(id: String, to: String, outcome: TaskOutcome)], prune: [PruneOutcome] = []) -> RunReport {
     var report = RunReport(manifest: "m.yaml")
-    report.results = tasks.map { TaskResult(id: $0.id, session: "s", kind: .download, url: "", to: $0.to, outcome: $0.outcome) }
+    report.results = tasks.map {
+      TaskResult(id: $0.id, session: "s", kind: .download, url: "", to: $0.to, outcome: $0.outcome)
+    }
     report.prune = prune
     return report
   }

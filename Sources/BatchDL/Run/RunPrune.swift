@@ -181,7 +181,8 @@ public enum PruneDecisions {
     session index: Int, plan: Plan, records: [PlacedFile], reserved: ReservedPaths, blocked: String? = nil,
     maxDelete: PruneLimit? = nil
   ) -> PrunePlan? {
-    var decision = PrunePlan.decide(session: index, plan: plan, records: records, blocked: blocked, reserved: reserved) {
+    var decision = PrunePlan.decide(session: index, plan: plan, records: records, blocked: blocked, reserved: reserved)
+    {
       root, relative, record in
       PruneFiles.inspect(root: root, relative: relative, record: record)
     }
