@@ -34,9 +34,14 @@ import Testing
     let accepted = try Self.command(fixture, ["plan", "manifest.yaml", "--max-delete", "7"])
     #expect(accepted.stdout.contains("prune session mirror (--max-delete 7): the run would delete 7 files"))
     #expect(accepted.stdout.contains("    delete m/h"), "\(accepted.stdout)")
-    // The override, for this run only.
+    // The override, for this run only; the diff against the refused night says what went.
+    try FileManager.default.copyItem(
+      atPath: fixture.folder.path + "/report.json", toPath: fixture.folder.path + "/refused.json")
     let once = try fixture.run(["--max-delete", "7"])
     #expect(once.status == 0, "\(once.stderr)")
+    let diff = try Self.command(fixture, ["report", "diff", "refused.json", "report.json"])
+    #expect(diff.status == 0, "\(diff.stdout)")
+    #expect(diff.stdout.contains("- m/h: pruned"), "\(diff.stdout)")
     #expect(!Self.exists(fixture, "m/b") && !Self.exists(fixture, "m/h"))
     #expect(fixture.folder.read("m/a") == "a\n")
     // The next night, the manifest's limit holds again.

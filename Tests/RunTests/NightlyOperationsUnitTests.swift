@@ -71,6 +71,15 @@ import Testing
     let left = ReportDiff(old: old, new: report([("s/a", "m/a", .unchanged)], prune: [refused]))
     #expect(left.changes.map(\.id) == ["(prune s)"])
     #expect(left.regressions.map(\.regression) == [.pruneLimit])
+    // The next night's run (`--max-delete 2`) deletes them: pruned, by path, though their tasks
+    // were gone from the night before's report already.
+    var accepted = PruneOutcome(session: "s", outcome: .pruned)
+    accepted.deleted = ["m/b", "m/c"]
+    let next = ReportDiff(old: left.new, new: report([("s/a", "m/a", .unchanged)], prune: [accepted]))
+    #expect(next.changes.map(\.id) == ["m/b", "m/c"])
+    #expect(next.changes.map(\.kinds) == [["pruned"], ["pruned"]])
+    #expect(next.text.contains("- m/b: pruned (no task names it any more: prune deleted its file)"))
+    #expect(next.regressions.isEmpty)
   }
 
   @Test func aRefusedPruneKeepsItsPendingFilesInTheReport() throws {

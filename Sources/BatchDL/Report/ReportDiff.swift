@@ -289,6 +289,14 @@ public struct ReportDiff: Sendable {
       }
       if !change.kinds.isEmpty { changes.append(change) }
     }
+    // Files the new run's prune deleted whose tasks had left the manifest before the old report
+    // (a prune refused or skipped then): pruned, by path.
+    let said = Set(changes.filter { $0.kinds == ["pruned"] }.compactMap { $0.old?.to }.map { ByteString($0) })
+    for outcome in new.prune {
+      for path in outcome.deleted where !said.contains(ByteString(path)) {
+        changes.append(Change(id: path, old: nil, new: nil, kinds: ["pruned"], regression: nil))
+      }
+    }
     // A prune its limit refused: nothing was deleted, and the run exited 6.
     for outcome in new.prune where outcome.outcome == .refused {
       changes.append(
