@@ -124,7 +124,7 @@ let package = Package(
     .executableTarget(
       name: "batchdl",
       dependencies: [
-        "BatchDL", "BatchDLSupport", "BatchDLPlan", "BatchDLStore",
+        "BatchDL", "BatchDLSupport", "BatchDLManifest", "BatchDLPlan", "BatchDLStore",
         "CEarlySignals",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ],

@@ -12,7 +12,7 @@ package struct ManifestDecoder {
     case secret
   }
 
-  package static let topKeys = ["version", "defaults", "sessions"]
+  package static let topKeys = ["version", "report_history", "defaults", "sessions"]
   package static let settingKeys = [
     "kind", "dest", "timeouts", "retry", "cache", "network", "headers", "on_finished", "insecure", "mirrors", "tls",
     "refresh", "preserve_mtime", "prune", "max_size",
@@ -81,6 +81,8 @@ package struct ManifestDecoder {
     } else {
       diagnostics.error(root.mark, "missing 'version: 1' at the top of the manifest")
     }
+    var reportHistory = Manifest.defaultReportHistory
+    if let node = root["report_history"], let value = self.reportHistory(node) { reportHistory = value }
     var defaults = PartialSettings()
     if let node = root["defaults"], let map = mapping(node, what: "defaults") {
       checkKeys(
@@ -119,6 +121,22 @@ package struct ManifestDecoder {
     // A variable also written in a path (`dest`, `to`, `from`, `body_file`, `list`) names files on
     // disk, which reports and the state folder show: it is not a secret.
     let kept = secrets.filter { !pathVariables.contains($0.name) }
-    return Manifest(path: path, directory: directory, version: version, sessions: sessions, secrets: kept)
+    var manifest = Manifest(path: path, directory: directory, version: version, sessions: sessions, secrets: kept)
+    manifest.reportHistory = reportHistory
+    return manifest
+  }
+
+  /// `report_history`: how many run reports the state folder keeps, from 0 (none) to
+  /// `Manifest.maxReportHistory`.
+  private mutating func reportHistory(_ node: YAMLNode) -> Int? {
+    let range = 0...Manifest.maxReportHistory
+    let what = "report_history"
+    let tooLarge = "must be a count of run reports from 0 to \(range.upperBound)"
+    guard let value = integer(node, what: what, tooLarge: tooLarge) else { return nil }
+    guard range.contains(value) else {
+      diagnostics.error(node.mark, "\(what) \(tooLarge), found \(value)")
+      return nil
+    }
+    return value
   }
 }

@@ -22,6 +22,14 @@ public struct Manifest: Sendable {
   public var sessions: [Session]
   /// Values taken from the environment that must be masked wherever the manifest is echoed.
   public var secrets: [Secret]
+  /// `report_history`: how many run reports the state folder keeps (`report show`, `report diff
+  /// MANIFEST`).
+  public var reportHistory = Manifest.defaultReportHistory
+
+  /// Run reports kept when the manifest does not say.
+  public static let defaultReportHistory = 10
+  /// The most `report_history` may keep.
+  public static let maxReportHistory = 10_000
 
   public init(path: String, directory: String, version: Int, sessions: [Session], secrets: [Secret]) {
     self.path = path

@@ -32,6 +32,36 @@ public enum PruneLimit: Sendable, Equatable, CustomStringConvertible {
     }
   }
 
+  /// Why a text is not a limit.
+  public struct Problem: Error, Equatable {
+    public var message: String
+  }
+
+  /// A limit as the manifest (`prune.max_delete`) and the command line (`run --max-delete`) write
+  /// it: a count of files (`50`) or a share of the files recorded under the session's `dest`
+  /// (`10%`, `2.5%`). `what` names the setting in the message of a text that is neither.
+  public static func parse(_ raw: String, what: String) -> Result<PruneLimit, Problem> {
+    let text = raw.trimmingSpaces
+    let problem = Problem(
+      message:
+        "\(what) must be a count of files (50) or a share of the files recorded under dest (10%), found '\(raw)'")
+    if text.hasSuffix("%") {
+      let number = String(text.dropLast()).trimmingSpaces
+      guard let percent = Double(number), percent.isFinite, number.first?.isNumber == true else {
+        return .failure(problem)
+      }
+      guard percent >= 0 && percent <= 100 else {
+        return .failure(Problem(message: "\(what) must be a share from 0% to 100%, found '\(raw)'"))
+      }
+      return .success(.percent(percent))
+    }
+    guard let count = Int(text), text.first?.isNumber == true else { return .failure(problem) }
+    guard count <= Limits.count else {
+      return .failure(Problem(message: "\(what) must be from 0 to \(Limits.count) files, found \(count)"))
+    }
+    return .success(.count(count))
+  }
+
   /// As the manifest writes it: `50`, `10%`.
   public var description: String {
     switch self {
@@ -65,33 +95,18 @@ extension ManifestDecoder {
   }
 
   private mutating func pruneLimit(_ node: YAMLNode) -> PruneLimit? {
-    let problem =
-      "prune.max_delete must be a count of files (50) or a share of the files recorded under dest (\"10%\"), found \(describe(node))"
     guard case .scalar(let raw, _) = node.content, !node.isNull else {
-      diagnostics.error(node.mark, problem)
+      diagnostics.error(
+        node.mark,
+        "prune.max_delete must be a count of files (50) or a share of the files recorded under dest (\"10%\"), found \(describe(node))"
+      )
       return nil
     }
-    let text = raw.trimmingSpaces
-    if text.hasSuffix("%") {
-      let number = String(text.dropLast()).trimmingSpaces
-      guard let percent = Double(number), percent.isFinite, number.first?.isNumber == true else {
-        diagnostics.error(node.mark, problem)
-        return nil
-      }
-      guard percent >= 0 && percent <= 100 else {
-        diagnostics.error(node.mark, "prune.max_delete must be a share from 0% to 100%, found '\(raw)'")
-        return nil
-      }
-      return .percent(percent)
-    }
-    guard let count = Int(text), text.first?.isNumber == true else {
-      diagnostics.error(node.mark, problem)
+    switch PruneLimit.parse(raw, what: "prune.max_delete") {
+    case .success(let limit): return limit
+    case .failure(let problem):
+      diagnostics.error(node.mark, problem.message)
       return nil
     }
-    guard count <= Limits.count else {
-      diagnostics.error(node.mark, "prune.max_delete must be from 0 to \(Limits.count) files, found \(count)")
-      return nil
-    }
-    return .count(count)
   }
 }

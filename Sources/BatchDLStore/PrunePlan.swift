@@ -68,7 +68,10 @@ public struct PrunePlan: Sendable {
   public let session: String
   /// The session's `dest`, absolute and normalized.
   public let root: String
-  public let limit: PruneLimit?
+  /// The limit in force: `prune.max_delete`, or `run --max-delete` for one run (`override`).
+  public private(set) var limit: PruneLimit?
+  /// Where `limit` comes from, as messages name it: `prune.max_delete` or `--max-delete`.
+  public private(set) var limitName = "prune.max_delete"
   /// Files no task names any more that are still as batchdl placed them, sorted by path.
   public var deletions: [Deletion] = []
   /// Records whose file is something else now (the user replaced it, a folder or a symbolic link
@@ -98,21 +101,40 @@ public struct PrunePlan: Sendable {
   /// Records to forget after a run that pruned: the files deleted, gone or changed.
   public var forgotten: [String] { deletions.map(\.path) + gone + changed.map(\.path) }
 
-  /// Why `max_delete` refuses: how many, and the limit (`would delete 8 of the 10 files ...`).
+  /// This run's `--max-delete`, which replaces the session's `prune.max_delete`.
+  public mutating func override(limit: PruneLimit) {
+    self.limit = limit
+    limitName = "--max-delete"
+  }
+
+  /// How many names a message shows before `and N more`.
+  public static let namesShown = 5
+
+  /// The first `shown` of `paths` and how many more (`m/a, m/b and 3 more`); `shown` names at
+  /// most.
+  public static func firstNames(_ paths: [String], shown: Int = namesShown) -> String {
+    let head = paths.prefix(shown).joined(separator: ", ")
+    return paths.count > shown ? head + " and \(paths.count - shown) more" : head
+  }
+
+  /// Why `max_delete` refuses: how many, the limit, and the first files it would delete (`would
+  /// delete 8 of the 10 files ... (5): m/a, m/b, m/c, m/d, m/e and 3 more`).
   public var limitReason: String {
     let limitText = limit.map(\.description) ?? ""
     let share = limit.map { if case .percent = $0 { return " of \(recorded)" } else { return "" } } ?? ""
     return
-      "would delete \(deletions.count) of the \(recorded) files recorded under its dest, more than prune.max_delete \(limitText)\(share) allows (\(allowed ?? 0))"
+      "would delete \(deletions.count) of the \(recorded) files recorded under its dest, more than \(limitName) \(limitText)\(share) allows (\(allowed ?? 0)): \(Self.firstNames(deletions.map(\.path)))"
   }
 
-  /// What to do when `max_delete` refuses.
-  public static let limitAdvice =
-    "check the upstream listing (an empty or partial listing shrinks the plan); if the files were really removed upstream, raise prune.max_delete, or run once with --no-prune to keep them"
+  /// What to do when `max_delete` refuses: look upstream, then accept the deletions for one run
+  /// (`--max-delete` with their count), raise the limit, or keep the files.
+  public var limitAdvice: String {
+    "check the upstream listing (an empty or partial listing shrinks the plan); if the files were really removed upstream, run once with --max-delete \(deletions.count) to delete them (or raise prune.max_delete), or run with --no-prune to keep them"
+  }
 
-  /// The `prune-limit` message of a run: how many, the limit, and what to do.
+  /// The `prune-limit` message of a run: how many, the limit, the first files, and what to do.
   public var limitMessage: String {
-    "prune of session \(session) \(limitReason); nothing was deleted: \(Self.limitAdvice)"
+    "prune of session \(session) \(limitReason); nothing was deleted: \(limitAdvice)"
   }
 
   /// Decides what pruning session `index` of `plan` means, from the records of files placed by the

@@ -73,6 +73,7 @@ public struct StateError: Error, CustomStringConvertible {
 ///   cookies/MANIFEST/SESSION.txt  cookie jars
 ///   cache/MANIFEST/SESSION/       HTTP caches of data tasks
 ///   reports/MANIFEST/SESSION.json reports handed to on_finished
+///   runs/MANIFEST/run-N.json      the last runs' reports (report_history; RunHistory)
 ///   workers/ID.{lock,run.lock,json,log,report.json,events.jsonl,wake}   background workers
 ///   descriptors/HASH.{body,meta}  documents fetched before planning (Metalink by URL); HASH is
 ///                                 the SHA-256 of the URL with user-info and secrets masked
@@ -158,6 +159,8 @@ public struct StateFolder: Sendable {
   public func cookieJar(session: String) -> String { path + "/cookies/\(manifestKey)/\(session).txt" }
   public func cache(session: String) -> String { path + "/cache/\(manifestKey)/\(session)" }
   public func sessionReport(session: String) -> String { path + "/reports/\(manifestKey)/\(session).json" }
+  /// The last runs' reports (`report_history`).
+  public var runHistory: RunHistory { RunHistory(folder: path + "/runs/\(manifestKey)") }
   /// Background workers are never sharded: their files are in the base folder.
   public var workers: String { Self.workersFolder(base: base) }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BatchDL
+import BatchDLManifest
 import BatchDLPlan
 import BatchDLSupport
 
@@ -45,7 +46,14 @@ struct PlanCommand: ParsableCommand {
   @Flag(help: "Send nothing: use the stored copies of documents named by URL (metalink:).")
   var offline = false
 
+  @Option(
+    help: ArgumentHelp("Show what 'run --max-delete' would prune, in place of prune.max_delete.", valueName: "N|P%"))
+  var maxDelete: String?
+
   func validate() throws {
+    if let maxDelete, case .failure(let problem) = PruneLimit.parse(maxDelete, what: "--max-delete") {
+      throw ValidationError(problem.message)
+    }
     if let shard, case .failure(let problem) = Shard.parse(shard) { throw ValidationError(problem.description) }
     if let shards, shards < 1 || shards > Limits.count {
       throw ValidationError("--shards must be from 1 to \(Limits.count), found \(shards)")
@@ -63,7 +71,8 @@ struct PlanCommand: ParsableCommand {
       listing.prior = try folder.prior()
       if plan.manifest.sessions.contains(where: { $0.prune != nil }) {
         listing.prune = PruneDecisions.prunePlans(
-          plan: plan, records: try folder.placedFiles(), stateFolder: folder.path)
+          plan: plan, records: try folder.placedFiles(), stateFolder: folder.path,
+          maxDelete: maxDelete.flatMap { try? PruneLimit.parse($0, what: "--max-delete").get() })
       }
     } catch {
       throw fail(error)

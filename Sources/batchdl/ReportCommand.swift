@@ -1,12 +1,13 @@
 import ArgumentParser
 import BatchDL
 import BatchDLSupport
+import Foundation
 
 struct ReportCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "report",
     abstract: "Compare, merge or show run reports.",
-    subcommands: [Diff.self, Merge.self, Html.self]
+    subcommands: [Diff.self, Show.self, Merge.self, Html.self]
   )
 
   /// Runs `body`; a report that cannot be read, or an `output` that cannot be written, ends the
@@ -38,22 +39,31 @@ struct ReportCommand: ParsableCommand {
         (comma-separated, e.g. default,checksum; 'none' for never). A diff in which \
         most tasks of the old report are missing says so.
 
+        With one argument, a manifest, it compares the last two runs the manifest's state folder \
+        keeps (report_history, default 10; every run keeps its report there, with or without \
+        --report): a nightly job needs no report files of its own. --state names the state \
+        folder, as for run.
+
         --markdown prints the diff as GitHub-flavoured Markdown for a CI job summary or a \
         pull-request comment: regressions first, at most 200 rows, then the summary counts \
         before and after. Text from the reports is escaped, so no markup or HTML gets through.
 
         Example:
+          batchdl report diff mirror.yaml
           batchdl report diff reports/last.json report.json
           batchdl report diff old.json new.json --json --fail-on failure
           batchdl report diff reports/last.json report.json --markdown >> "$GITHUB_STEP_SUMMARY"
         """
     )
 
-    @Argument(help: "The earlier report.")
-    var old: String
+    @Argument(
+      help: ArgumentHelp(
+        "The earlier report and the later one; or a manifest, for its last two runs.",
+        valueName: "old.json new.json | manifest"))
+    var paths: [String] = []
 
-    @Argument(help: "The later report.")
-    var new: String
+    @Option(help: ArgumentHelp("State folder of the manifest (default: .batchdl/ beside it).", valueName: "dir"))
+    var state: String?
 
     @Flag(help: "Print JSON (format batchdl-report-diff/1).")
     var json = false
@@ -84,19 +94,79 @@ struct ReportCommand: ParsableCommand {
 
     func validate() throws {
       if json && markdown { throw ValidationError("--json and --markdown exclude each other: choose one") }
+      guard paths.count == 1 || paths.count == 2 else {
+        throw ValidationError(
+          "name two reports (old.json new.json), or a manifest to compare its last two runs; found \(paths.count) paths"
+        )
+      }
+      if state != nil && paths.count == 2 {
+        throw ValidationError("--state goes with a manifest (report diff MANIFEST --state DIR), not with two reports")
+      }
       _ = try rules()
     }
 
     func run() throws {
+      var compared: String?
       let diff = try ReportCommand.handlingErrors {
-        ReportDiff(old: try RunReport.read(path: old), new: try RunReport.read(path: new), rules: try rules())
+        if paths.count == 2 {
+          return ReportDiff(
+            old: try RunReport.read(path: paths[0]), new: try RunReport.read(path: paths[1]), rules: try rules())
+        }
+        let new = try RunReport.read(manifest: paths[0], state: state, run: -1)
+        let old = try RunReport.read(manifest: paths[0], state: state, run: -2)
+        compared = "comparing the last two runs of \(paths[0]): \(old.path) → \(FileAccess.name(of: new.path))\n"
+        return ReportDiff(old: old.report, new: new.report, rules: try rules())
       }
       if json {
         print(diff.json.text)
       } else {
+        if !markdown, let compared { print(compared, terminator: "") }
         print(markdown ? diff.markdown() : diff.text, terminator: "")
       }
       if !diff.regressions.isEmpty { throw ExitCode(ExitStatus.taskFailed.rawValue) }
+    }
+  }
+
+  struct Show: ParsableCommand {
+    static let configuration = CommandConfiguration(
+      commandName: "show",
+      abstract: "Print a run's report from the manifest's history.",
+      discussion: """
+        Every run keeps its JSON report in the state folder (the last report_history runs, \
+        default 10), with or without --report. --run -1 (the default) is the last run, -2 the one \
+        before, and so on.
+
+        Example:
+          batchdl report show mirror.yaml
+          batchdl report show mirror.yaml --run -2 > before.json
+        """
+    )
+
+    @Argument(help: "The manifest.")
+    var manifest: String
+
+    @Option(
+      name: .customLong("run"), parsing: .unconditional,
+      help: ArgumentHelp("Which run: -1 the last, -2 the one before...", valueName: "-N"))
+    var offset = -1
+
+    @Option(help: ArgumentHelp("State folder (default: .batchdl/ beside the manifest).", valueName: "dir"))
+    var state: String?
+
+    func validate() throws {
+      if offset >= 0 { throw ValidationError("--run counts back from the last run: -1 is the last, -2 the one before") }
+    }
+
+    func run() throws {
+      let path = try ReportCommand.handlingErrors {
+        try RunReport.read(manifest: manifest, state: state, run: offset).path
+      }
+      guard let data = FileManager.default.contents(atPath: path) else {
+        var stderr = StandardError()
+        stderr.write("batchdl: \(path): cannot read the report: \(String(cString: strerror(errno)))\n")
+        throw ExitCode(ExitStatus.invalid.rawValue)
+      }
+      FileHandle.standardOutput.write(data)
     }
   }
 

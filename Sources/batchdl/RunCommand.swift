@@ -1,5 +1,6 @@
 import ArgumentParser
 import BatchDL
+import BatchDLManifest
 import BatchDLPlan
 import BatchDLStore
 import BatchDLSupport
@@ -25,7 +26,8 @@ struct RunCommand: ParsableCommand {
       or usage; 3 interrupted by a signal (after checkpointing); 4 another run holds the state \
       folder's lock; 5 the state folder cannot be used (damaged database, full disk): nothing \
       was sent; 6 a session's prune would have deleted more files than its prune.max_delete \
-      allows, so nothing was deleted (code prune-limit; a failed task makes it 1).
+      allows, so nothing was deleted (code prune-limit; a failed task makes it 1): the message \
+      names the files; 'run --max-delete N' lets one run delete them.
 
       Example:
         batchdl run mirror.yaml --report report.json --junit junit.xml
@@ -92,7 +94,21 @@ struct RunCommand: ParsableCommand {
   @Flag(help: "Delete nothing this run, whatever the sessions' prune: says.")
   var noPrune = false
 
+  @Option(
+    help: ArgumentHelp(
+      "Let this run's prune delete up to N files (or P% of those recorded), in place of prune.max_delete.",
+      valueName: "N|P%"))
+  var maxDelete: String?
+
+  /// `--max-delete` read, or nil when not given.
+  var maxDeleteLimit: PruneLimit? {
+    maxDelete.flatMap { try? PruneLimit.parse($0, what: "--max-delete").get() }
+  }
+
   func validate() throws {
+    if let maxDelete, case .failure(let problem) = PruneLimit.parse(maxDelete, what: "--max-delete") {
+      throw ValidationError(problem.message)
+    }
     if let shard, case .failure(let problem) = Shard.resolve(shard, shards: shards, environment: environment) {
       throw ValidationError(problem.description)
     }
@@ -162,6 +178,7 @@ struct RunCommand: ParsableCommand {
     options.refresh = refresh
     options.verify = verify
     options.noPrune = noPrune
+    options.maxDelete = maxDeleteLimit
     let background = plan.manifest.sessions.filter { $0.kind == .background }
     if !foreground && !background.isEmpty {
       options.sessions = Set(plan.manifest.sessions.filter { $0.kind != .background }.map(\.name))

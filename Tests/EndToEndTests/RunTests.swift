@@ -533,8 +533,13 @@ import Testing
     while fixture.server.requests(for: "/slow").isEmpty && Date() < deadline { usleep(20_000) }
     let second = try BinaryRunner.run(["run", "manifest.yaml"], in: fixture.folder.path)
     #expect(second.status == 4)
-    #expect(second.stderr.contains("pid \(process.processIdentifier)"))
-    #expect(second.stderr.contains("--state"))
+    #expect(second.stderr.contains("pid \(process.processIdentifier)"), "\(second.stderr)")
+    // The holder's command, since when, and that the next run picks up; never another --state,
+    // which for a mirror would write the same dest from two runs.
+    #expect(second.stderr.contains("batchdl run manifest.yaml"), "\(second.stderr)")
+    #expect(second.stderr.contains(", since 20"), "\(second.stderr)")
+    #expect(second.stderr.contains("the next timer or cron run will pick up"), "\(second.stderr)")
+    #expect(!second.stderr.contains("--state"), "\(second.stderr)")
   }
 
   @Test func quietRunsPrintOnlyFailures() throws {

@@ -151,7 +151,9 @@ public struct PlanListing {
   /// file it would delete and a `leave PATH` line for each record it would not touch.
   private func pruneText(_ decision: PrunePlan) -> String {
     var text = "prune session \(decision.session)"
-    if let limit = decision.limit { text += " (max_delete \(limit))" }
+    if let limit = decision.limit {
+      text += decision.limitName == "--max-delete" ? " (--max-delete \(limit))" : " (max_delete \(limit))"
+    }
     text += ": "
     let count = decision.deletions.count
     let files = "\(count) file\(count == 1 ? "" : "s")"
@@ -159,7 +161,7 @@ public struct PlanListing {
       text += "the run would delete nothing: \(blocked)\n"
     } else if decision.exceedsLimit {
       text +=
-        "the run would delete nothing and fail with prune-limit: it \(decision.limitReason); \(PrunePlan.limitAdvice)\n"
+        "the run would delete nothing and fail with prune-limit: it \(decision.limitReason); \(decision.limitAdvice)\n"
     } else if count == 0 {
       text += "nothing to delete (\(decision.recorded) file\(decision.recorded == 1 ? "" : "s") recorded)\n"
     } else {

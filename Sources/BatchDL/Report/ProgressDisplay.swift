@@ -81,6 +81,12 @@ public final class ProgressDisplay {
     printAboveBars(text)
   }
 
+  /// A message the run prints even with `--quiet`, on standard output: what it deleted (a cron
+  /// job's mail says so).
+  public func notice(_ text: String) {
+    printAboveBars(text)
+  }
+
   /// A warning or an error of the run itself (a hook that failed, a cache that cannot be written),
   /// on standard error, even with `--quiet`.
   public func problem(_ text: String) {

@@ -12,8 +12,11 @@ extension RunReport {
 
   /// Parses a report written by `run --report` (or `report merge`).
   public static func read(path: String) throws(ReadError) -> RunReport {
-    guard let data = FileManager.default.contents(atPath: path) else {
-      throw ReadError(description: "\(path): cannot read the report")
+    let data: Data
+    do {
+      data = try Data(contentsOf: URL(fileURLWithPath: path))
+    } catch {
+      throw ReadError(description: "\(path): cannot read the report: \(Self.reason(readingFailedAt: path))")
     }
     guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
       throw ReadError(description: "\(path): not a JSON report")
@@ -68,6 +71,16 @@ extension RunReport {
       report.results.append(result)
     }
     return report
+  }
+
+  /// Why the file at `path` cannot be read, in the system's words (`No such file or directory`,
+  /// `Permission denied`, `Is a directory`).
+  static func reason(readingFailedAt path: String) -> String {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return String(cString: strerror(errno)) }
+    defer { close(fd) }
+    var byte: UInt8 = 0
+    return Glibc.read(fd, &byte, 1) < 0 ? String(cString: strerror(errno)) : "it could not be read whole"
   }
 
   /// The most a report's numbers may be: ten years, a petabyte, a million attempts. Reports are
@@ -141,6 +154,7 @@ extension PruneOutcome {
     reason = entry["reason"] as? String ?? (entry["error"] as? [String: Any])?["message"] as? String
     wouldDelete = entry["would_delete"] as? Int
     deleted = entry["deleted"] as? [String] ?? []
+    pending = entry["pending"] as? [String] ?? []
   }
 }
 
@@ -158,6 +172,9 @@ extension RunReport {
       kept.outcome = outcome.outcome
       kept.reason = outcome.reason
       kept.wouldDelete = outcome.wouldDelete
+    }
+    if outcome.outcome == .refused {
+      kept.pending = (kept.pending + outcome.pending).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
     kept.deleted = (kept.deleted + outcome.deleted).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     prune[index] = kept
@@ -195,7 +212,8 @@ public struct ReportDiff: Sendable {
     public var id: String
     public var old: TaskResult?
     public var new: TaskResult?
-    /// What changed: `added`, `removed`, `outcome`, `sha256`, `size`; `prune-limit` for a session
+    /// What changed: `added`, `removed`, `pruned` (removed, and its file deleted by the new run's
+    /// prune), `outcome`, `sha256`, `size`; `prune-limit` for a session
     /// whose prune was refused (its id `(prune SESSION)`).
     public var kinds: [String]
     public var regression: Rule?
@@ -219,6 +237,8 @@ public struct ReportDiff: Sendable {
   }
   /// Tasks of the first report missing from the second.
   public var removedCount: Int { changes.count { $0.kinds == ["removed"] } }
+  /// Tasks of the first report whose files the second report's run pruned.
+  public var prunedCount: Int { changes.count { $0.kinds == ["pruned"] } }
 
   static func passed(_ result: TaskResult) -> Bool { result.outcome == .completed || result.outcome == .unchanged }
 
@@ -226,6 +246,8 @@ public struct ReportDiff: Sendable {
     self.old = old
     self.new = new
     notRunRegression = new.notRun != nil && rules.contains(.notRun)
+    let prunedFiles = Set(new.prune.flatMap(\.deleted).map { ByteString($0) })
+    let refusedFiles = Set(new.prune.filter { $0.outcome == .refused }.flatMap(\.pending).map { ByteString($0) })
     // Ids by their bytes: `café` in NFC and in NFD are two tasks (two files), never one.
     let before = Dictionary(old.results.map { (ByteString($0.id), $0) }, uniquingKeysWith: { first, _ in first })
     let after = Dictionary(new.results.map { (ByteString($0.id), $0) }, uniquingKeysWith: { first, _ in first })
@@ -239,8 +261,12 @@ public struct ReportDiff: Sendable {
       case (nil, let now?):
         change.kinds = ["added"]
         if now.outcome == .failed, rules.contains(.newFailure) { change.regression = .newFailure }
-      case (_?, nil):
-        change.kinds = ["removed"]
+      case (let was?, nil):
+        // A task gone from the manifest whose file the new run's prune deleted is `pruned`; one
+        // whose file a refused prune left in place says nothing here (the prune-limit line does).
+        let destination = was.to.map { ByteString($0) }
+        if let destination, refusedFiles.contains(destination) { continue }
+        change.kinds = [destination.map(prunedFiles.contains) == true ? "pruned" : "removed"]
         if rules.contains(.removed) { change.regression = .removed }
       case (let was?, let now?):
         let bothPassed = Self.passed(was) && Self.passed(now)
@@ -266,6 +292,14 @@ public struct ReportDiff: Sendable {
       }
       if !change.kinds.isEmpty { changes.append(change) }
     }
+    // Files the new run's prune deleted whose tasks had left the manifest before the old report
+    // (a prune refused or skipped then): pruned, by path.
+    let said = Set(changes.filter { $0.kinds == ["pruned"] }.compactMap { $0.old?.to }.map { ByteString($0) })
+    for outcome in new.prune {
+      for path in outcome.deleted where !said.contains(ByteString(path)) {
+        changes.append(Change(id: path, old: nil, new: nil, kinds: ["pruned"], regression: nil))
+      }
+    }
     // A prune its limit refused: nothing was deleted, and the run exited 6.
     for outcome in new.prune where outcome.outcome == .refused {
       changes.append(
@@ -286,7 +320,8 @@ public struct ReportDiff: Sendable {
     if changes.isEmpty && new.notRun == nil { out += "no changes\n" }
     for change in changes {
       let mark =
-        change.regression != nil ? "!" : change.kinds == ["added"] ? "+" : change.kinds == ["removed"] ? "-" : "~"
+        change.regression != nil
+        ? "!" : change.kinds == ["added"] ? "+" : change.kinds == ["removed"] || change.kinds == ["pruned"] ? "-" : "~"
       var line = "\(mark) \(change.id): \(describeChange(change))"
       if let rule = change.regression { line += "  [regression: \(rule.rawValue)]" }
       out += line + "\n"

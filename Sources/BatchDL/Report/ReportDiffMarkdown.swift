@@ -53,6 +53,7 @@ extension ReportDiff {
     switch change.kinds {
     case ["added"]: return "added, \(Self.describe(change.new))"
     case ["removed"]: return "removed (was \(Self.describe(change.old)))"
+    case ["pruned"]: return "pruned (no task names it any more: prune deleted its file)"
     case ["prune-limit"]: return "prune refused (prune-limit): \(change.detail ?? "")"
     default:
       var parts: [String] = []

@@ -36,6 +36,9 @@ public struct PruneOutcome: Sendable, Equatable {
   public var reason: String?
   /// Files a refused prune would have deleted.
   public var wouldDelete: Int?
+  /// The files a refused prune would have deleted (as `deleted`), sorted: `report diff` says
+  /// nothing of their tasks, which are gone from the manifest while the files stay.
+  public var pending: [String] = []
 
   public init(session: String, outcome: Outcome) {
     self.session = session
@@ -50,6 +53,7 @@ public struct PruneOutcome: Sendable, Equatable {
     case .refused:
       fields["error"] = .object(["code": .string("prune-limit"), "message": .string(reason ?? "")])
       fields["would_delete"] = .int(wouldDelete ?? 0)
+      fields["pending"] = .array(pending.map { .string($0) })
     }
     return .object(fields)
   }

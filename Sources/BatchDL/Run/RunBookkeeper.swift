@@ -316,12 +316,23 @@ final class RunBookkeeper: TransferObserver {
     return results.sorted(by: id, session: session, base: { [self] in base($0) })
   }
 
-  /// `--report` and `--junit`, written task by task.
+  /// `--report` and `--junit`, written task by task, and the report kept in the state folder's
+  /// history (`report_history`; not for a background worker's passes, nor when no session keeps
+  /// state).
   private func writeReports() throws(SystemError) {
     let summary = self.summary
     if let path = options.reportPath {
       try AtomicFile.writeOutput(to: path) {
         report.writeJSON(tasks: sortedResults(), summary: summary, timings: options.timings, to: &$0)
+      }
+    }
+    if options.lockName == nil && plan.manifest.sessions.contains(where: { $0.kind != .ephemeral }) {
+      do {
+        try state.runHistory.add(keep: plan.manifest.reportHistory) {
+          report.writeJSON(tasks: sortedResults(), summary: summary, timings: options.timings, to: &$0)
+        }
+      } catch {
+        display.problem("warning: cannot keep this run's report in \(state.runHistory.folder): \(error)")
       }
     }
     if let path = options.junitPath {

@@ -22,9 +22,7 @@ public enum RunPreflight {
       manifest.sessions.contains(where: { $0.kind != .ephemeral })
     else { return }
     let state = StateFolder(option: statePath, manifest: manifest, shard: shard)
-    if let pid = StateLock.holder(folder: state.path, name: state.lockName) {
-      throw .locked(StateLock.Held(folder: state.path, pid: pid == 0 ? nil : pid))
-    }
+    if let held = StateLock.holding(folder: state.path, name: state.lockName) { throw .locked(held) }
     var info = stat()
     guard stat(state.database, &info) == 0 else { return }
     do throws(StateError) {

@@ -87,7 +87,9 @@ extension RunBookkeeper {
         outcomes.append(outcome)
         continue
       }
-      guard let decision = PruneDecisions.decide(session: index, plan: plan, records: records ?? [], reserved: reserved)
+      guard
+        let decision = PruneDecisions.decide(
+          session: index, plan: plan, records: records ?? [], reserved: reserved, maxDelete: options.maxDelete)
       else {
         continue
       }
@@ -100,6 +102,7 @@ extension RunBookkeeper {
         outcome.outcome = .refused
         outcome.reason = redactor.text(decision.limitMessage)
         outcome.wouldDelete = decision.deletions.count
+        outcome.pending = decision.deletions.map { redactor.text($0.path) }
         display.problem("error: \(outcome.reason ?? "")")
         outcomes.append(outcome)
         continue
@@ -127,6 +130,14 @@ extension RunBookkeeper {
       }
       removeStalePartials(root: decision.root)
       outcome.deleted.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+      // With --quiet (a cron job's mail), the per-file lines above are not printed: one line
+      // says what was deleted.
+      if options.quiet && !outcome.deleted.isEmpty {
+        let count = outcome.deleted.count
+        display.notice(
+          "session \(name): pruned \(count) file\(count == 1 ? "" : "s") no task names any more: \(PrunePlan.firstNames(outcome.deleted))"
+        )
+      }
       recorder.forget(placed: forgotten)
       outcomes.append(outcome)
     }
@@ -139,14 +150,17 @@ extension RunBookkeeper {
 public enum PruneDecisions {
   /// The `PrunePlan` of each session of `plan` that prunes, as a run with no failure would carry it
   /// out now (`batchdl plan`).
-  public static func prunePlans(plan: Plan, records: [PlacedFile], stateFolder: String?) -> [PrunePlan] {
+  /// `maxDelete`: `plan --max-delete`, as `run --max-delete` replaces each `prune.max_delete`.
+  public static func prunePlans(
+    plan: Plan, records: [PlacedFile], stateFolder: String?, maxDelete: PruneLimit? = nil
+  ) -> [PrunePlan] {
     let reserved = ReservedPaths(manifest: plan.manifest, stateFolder: stateFolder)
     return plan.manifest.sessions.indices.compactMap { index in
       plan.manifest.sessions[index].kind == .ephemeral
         ? nil
         : decide(
           session: index, plan: plan, records: records, reserved: reserved,
-          blocked: failures(of: index, plan: plan, summary: nil))
+          blocked: failures(of: index, plan: plan, summary: nil), maxDelete: maxDelete)
     }
   }
 
@@ -162,14 +176,18 @@ public enum PruneDecisions {
   }
 
   /// The `PrunePlan` of session `index`, its files looked at on disk: what `run` carries out and
-  /// `plan` lists.
+  /// `plan` lists. `maxDelete` (`--max-delete`) replaces the session's `prune.max_delete`.
   package static func decide(
-    session index: Int, plan: Plan, records: [PlacedFile], reserved: ReservedPaths, blocked: String? = nil
+    session index: Int, plan: Plan, records: [PlacedFile], reserved: ReservedPaths, blocked: String? = nil,
+    maxDelete: PruneLimit? = nil
   ) -> PrunePlan? {
-    PrunePlan.decide(session: index, plan: plan, records: records, blocked: blocked, reserved: reserved) {
+    var decision = PrunePlan.decide(session: index, plan: plan, records: records, blocked: blocked, reserved: reserved)
+    {
       root, relative, record in
       PruneFiles.inspect(root: root, relative: relative, record: record)
     }
+    if let maxDelete { decision?.override(limit: maxDelete) }
+    return decision
   }
 
   /// Why session `index` must not prune after this run: tasks of it that failed or were cancelled,

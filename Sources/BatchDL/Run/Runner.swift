@@ -1,3 +1,4 @@
+import BatchDLManifest
 import BatchDLPlan
 import BatchDLStore
 import BatchDLSupport
@@ -28,6 +29,8 @@ public struct RunOptions: Sendable {
   public var verify = false
   /// `--no-prune`: sessions with `prune:` delete nothing this run.
   public var noPrune = false
+  /// `--max-delete`: replaces every pruning session's `prune.max_delete` for this run only.
+  public var maxDelete: PruneLimit?
   /// Only these sessions (by name); nil runs every session.
   public var sessions: Set<String>?
   /// The lock taken in the state folder: `lock` for a run, a worker's own for a background session.
@@ -53,7 +56,7 @@ public enum RunError: Error, CustomStringConvertible {
 
   public var description: String {
     switch self {
-    case .locked(let held): return held.description
+    case .locked(let held): return held.runDescription
     case .state(let error): return error.description
     case .stateFolder(let message), .usage(let message), .setup(let message): return message
     }
