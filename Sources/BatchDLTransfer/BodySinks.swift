@@ -42,10 +42,14 @@ package protocol BodySink: AnyObject {
 /// checkpoint's `fdatasync` then drops the pages it wrote back. A buffer that does not start on a
 /// block boundary (the first after the inline MiB or a resume) is cut to end on one, and the last,
 /// short block of the body goes through the page cache.
+///
+/// The buffers, the queues and the writes to the file are in FileSinkQueues.swift. The sink's state
+/// that they share is internal rather than private for that file alone: nothing outside `FileSink`
+/// touches it.
 package final class FileSink: BodySink, @unchecked Sendable {
   package let path: String
   /// The partial file, or -1 while the body is held in memory.
-  private var descriptor: Int32 = -1
+  var descriptor: Int32 = -1
   /// A held body (nil once the file exists).
   private var held: [UInt8]?
   private static let holdLimit = 64 << 10
@@ -54,11 +58,11 @@ package final class FileSink: BodySink, @unchecked Sendable {
   package var identity: FileIdentity? { descriptor >= 0 ? FileIdentity(descriptor: descriptor) : nil }
   /// Made when the body goes to the file (a held body is hashed by whoever takes it), on whichever
   /// thread hashes first: the engine's, or the hashing queue's once there is one.
-  private lazy var hasher = SHA256()
+  lazy var hasher = SHA256()
   package private(set) var count: Int64 = 0
   /// Offset of the next byte the engine writes inline, then of the next buffer it fills.
-  private var written: Int64 = 0
-  private var queues: (hashing: DispatchQueue, writing: DispatchQueue)?
+  var written: Int64 = 0
+  var queues: (hashing: DispatchQueue, writing: DispatchQueue)?
   private let inlineLimit: Int64 = 1 << 20
   /// Where the reserved blocks end (`Preallocation`), when they were reserved.
   private var reserved: Int64?
@@ -66,7 +70,7 @@ package final class FileSink: BodySink, @unchecked Sendable {
   /// What the engine thread shares with the sink's queues. A `Mutex` rather than an `NSLock`,
   /// and the semaphore made with the queues: every small file has a sink, and the lock and the
   /// semaphore of each cost more to make and free than its body to hold (bench/callgrind).
-  private struct Shared {
+  struct Shared {
     var writeError: TransferFailure?
     /// Buffers not in flight; `available` counts them.
     var spare: [UnsafeMutableRawBufferPointer] = []
@@ -85,36 +89,36 @@ package final class FileSink: BodySink, @unchecked Sendable {
     /// rate when the device fell behind, then that of the syncs (`syncEstimate`).
     var writeback: Double?
   }
-  private let shared = Mutex(Shared())
+  let shared = Mutex(Shared())
 
   /// 4 MiB: against 1 MiB, a GiB cost a tenth less CPU (fewer direct writes and hand-overs);
   /// three are enough for one being filled, one hashed and one written (bench/transfer).
   package static let bufferSize = 4 << 20
   package static let bufferCount = 3
   /// Made with the queues (`startQueues`), before any buffer is taken.
-  private var available: DispatchSemaphore?
+  var available: DispatchSemaphore?
   /// The buffer being filled on the engine thread, how much of it is filled, and how much may
   /// be (less than its size when it starts off a block boundary: it then ends on one).
-  private var current: UnsafeMutableRawBufferPointer?
-  private var filled = 0
-  private var capacity = 0
+  var current: UnsafeMutableRawBufferPointer?
+  var filled = 0
+  var capacity = 0
   /// Whether the writing queue writes direct now (it alone touches this, the file's flags and
   /// `directTaken`); `.untried` until it asks whether direct writes pay for the file.
-  private var direct = DirectWrites.State.untried
-  private let directMode: DirectWrites.Mode
+  var direct = DirectWrites.State.untried
+  let directMode: DirectWrites.Mode
   /// Whether the device keeps up (the engine's thread keeps it); `slowDevice` tells the writing
   /// queue when it no longer does.
-  private var pace = DirectWrites.Pace()
-  private let slowDevice = Atomic(false)
+  var pace = DirectWrites.Pace()
+  let slowDevice = Atomic(false)
   /// Buffers handed to each queue and not yet done with there: the engine's waits for a buffer
   /// are the writes' when the writing queue holds more of them.
-  private let writesQueued = Atomic(0)
-  private let hashesQueued = Atomic(0)
+  let writesQueued = Atomic(0)
+  let hashesQueued = Atomic(0)
   /// The bytes written direct and the time those writes took (the writing queue's): their rate
   /// is the device's. Summed over every direct write, not smoothed over the last few: a device
   /// behind a throttle takes the first writes of each time slice at its full speed, and a rate
   /// from those made the sink expect a checkpoint's sync to end long before it could.
-  private var directTaken: (bytes: Int64, nanoseconds: UInt64) = (0, 0)
+  var directTaken: (bytes: Int64, nanoseconds: UInt64) = (0, 0)
 
   /// Creates (or truncates) `path`, never following a symlink there. With `offset` > 0 the file's
   /// first `offset` bytes are kept (anything after them is cut off), hashed first, and the body
@@ -336,201 +340,6 @@ package final class FileSink: BodySink, @unchecked Sendable {
       if filled == capacity { submit() }
     }
     return true
-  }
-
-  /// The sink's queues, started on first use together with the count of buffers that may be in
-  /// flight to them (`takeBuffer` waits on it).
-  @discardableResult
-  private func startQueues() -> (hashing: DispatchQueue, writing: DispatchQueue) {
-    if let queues { return queues }
-    let made = (DispatchQueue(label: "batchdl.sink.hash"), DispatchQueue(label: "batchdl.sink.write"))
-    available = DispatchSemaphore(value: FileSink.bufferCount)
-    queues = made
-    return made
-  }
-
-  /// Waits for both queues to finish what they were given.
-  private func drain() {
-    queues?.writing.sync {}
-    queues?.hashing.sync {}
-  }
-
-  /// Buffers made so far for the queues (at most `bufferCount`: the engine waits for one to come back).
-  package var buffersAllocated: Int { shared.withLock { $0.allocated } }
-
-  /// A buffer for the bytes from `written` on, and how much of it to fill: up to the next block
-  /// boundary past a whole buffer's length, so that every buffer after it starts on one.
-  private func takeBuffer() -> UnsafeMutableRawBufferPointer {
-    if let available, available.wait(timeout: .now()) == .timedOut {
-      let writes = writesQueued.load(ordering: .relaxed)
-      let byWrites = writes >= 2 && writes >= hashesQueued.load(ordering: .relaxed)
-      let start = DispatchTime.now().uptimeNanoseconds
-      available.wait()
-      if byWrites && !pace.fellBehind {
-        let now = DispatchTime.now().uptimeNanoseconds
-        pace.waitedForWrites(now &- start, now: now)
-        if pace.fellBehind { slowDevice.store(true, ordering: .relaxed) }
-      }
-    }
-    pace.filling(at: DispatchTime.now().uptimeNanoseconds)
-    capacity = Self.bufferSize - Int(written % Int64(DirectWrites.blockSize))
-    return shared.withLock { state in
-      if let buffer = state.spare.popLast() { return buffer }
-      state.allocated += 1
-      return Self.allocateBuffer()
-    }
-  }
-
-  /// A buffer for the queues, on huge pages where the kernel has them (`madvise(MADV_HUGEPAGE)`):
-  /// 2 MiB pages instead of 512 of 4 KiB each to fault in, to map for the copy and the hash, and
-  /// to pin for every direct write (the pinning cost 3% of a GiB's CPU on 4 KiB pages).
-  private static func allocateBuffer() -> UnsafeMutableRawBufferPointer {
-    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: hugePage)
-    if let base = buffer.baseAddress { _ = csystem_huge_pages(base, UInt(bufferSize)) }
-    return buffer
-  }
-  private static let hugePage = 2 << 20
-
-  /// Hands the current buffer to both queues; it comes back when both are done with it.
-  private func submit() {
-    guard let buffer = current, let queues else { return }
-    let chunk = Chunk(buffer: buffer, length: filled, offset: written)
-    written += Int64(filled)
-    current = nil
-    filled = 0
-    hashesQueued.add(1, ordering: .relaxed)
-    writesQueued.add(1, ordering: .relaxed)
-    queues.hashing.async {
-      self.hasher.update(bufferPointer: chunk.bytes)
-      self.hashesQueued.subtract(1, ordering: .relaxed)
-      self.release(chunk)
-    }
-    queues.writing.async {
-      if self.failure == nil { self.writeOut(chunk) }
-      self.writesQueued.subtract(1, ordering: .relaxed)
-      self.release(chunk)
-    }
-  }
-
-  private func release(_ chunk: Chunk) {
-    guard chunk.users.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return }
-    shared.withLock { $0.spare.append(chunk.buffer) }
-    available?.signal()
-  }
-
-  /// A filled buffer on its way to the queues, each of which lets go of it once (`users`); only
-  /// they touch it until it is back among the spare ones.
-  private final class Chunk: @unchecked Sendable {
-    let buffer: UnsafeMutableRawBufferPointer
-    let length: Int
-    let offset: Int64
-    let users = Atomic(2)
-
-    init(buffer: UnsafeMutableRawBufferPointer, length: Int, offset: Int64) {
-      self.buffer = buffer
-      self.length = length
-      self.offset = offset
-    }
-
-    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: buffer[0..<length]) }
-  }
-
-  /// Writes a buffer at its offset, on the writing queue: its whole blocks direct when they start
-  /// on a block boundary, the file allows it and the device has kept up, the rest through the
-  /// page cache.
-  private func writeOut(_ chunk: Chunk) {
-    var done = 0
-    let whole = chunk.length - chunk.length % DirectWrites.blockSize
-    if whole > 0 && chunk.offset % Int64(DirectWrites.blockSize) == 0 && keepsUp() && setDirect(true) {
-      let start = DispatchTime.now().uptimeNanoseconds
-      switch DirectWrites.write(descriptor, UnsafeRawBufferPointer(rebasing: chunk.buffer[0..<whole]), at: chunk.offset)
-      {
-      case .written(let count):
-        directTaken.bytes += Int64(count)
-        directTaken.nanoseconds += DispatchTime.now().uptimeNanoseconds &- start
-        done = count
-        shared.withLock {
-          $0.stored += Int64(count)
-          $0.storedDirect += Int64(count)
-        }
-      case .refused:
-        // The filesystem takes no direct writes after all: the page cache from now on.
-        _ = DirectWrites.setFlag(descriptor, on: false)
-        direct = .refused
-      case .failed(let code):
-        setFailure(TransferFailure.system(errno: code, doing: "write \(path)"))
-        return
-      }
-    }
-    guard done < chunk.length else { return }
-    guard setDirect(false) else {
-      setFailure(TransferFailure.system(errno: errno, doing: "write \(path)"))
-      return
-    }
-    _ = put(UnsafeRawBufferPointer(rebasing: chunk.buffer[done..<chunk.length]), at: chunk.offset + Int64(done))
-  }
-
-  /// Whether the device has kept up with the body so far; the first time it has not, the sink
-  /// takes note that the page cache holds the rest, and how fast the direct writes went.
-  private func keepsUp() -> Bool {
-    guard slowDevice.load(ordering: .relaxed) else { return true }
-    if eligible() {
-      let rate = directTaken.bytes > 0 ? Double(directTaken.bytes) * 1e9 / Double(max(directTaken.nanoseconds, 1)) : nil
-      shared.withLock { state in
-        guard !state.caching else { return }
-        state.caching = true
-        state.writeback = rate
-      }
-    }
-    return false
-  }
-
-  /// Whether direct writes are for this file: asked once, on the writing queue.
-  private func eligible() -> Bool {
-    if direct == .untried {
-      direct = DirectWrites.pays(for: descriptor, mode: directMode) ? .off : .refused
-    }
-    return direct != .refused
-  }
-
-  /// Turns direct writes on or off for the file; false when they cannot be had (on), or the
-  /// file's flags cannot be changed back (off).
-  private func setDirect(_ on: Bool) -> Bool {
-    if on {
-      guard eligible() else { return false }
-      if direct == .on { return true }
-      guard DirectWrites.setFlag(descriptor, on: true) else {
-        direct = .refused
-        return false
-      }
-      direct = .on
-      return true
-    }
-    guard direct == .on else { return true }
-    guard DirectWrites.setFlag(descriptor, on: false) else { return false }
-    direct = .off
-    return true
-  }
-
-  private func setFailure(_ failure: TransferFailure) {
-    shared.withLock { $0.writeError = failure }
-  }
-
-  /// Writes through the page cache at `offset`.
-  private func put(_ bytes: UnsafeRawBufferPointer, at offset: Int64) -> Bool {
-    let fits = DirectWrites.writeCached(descriptor, bytes, at: offset) { count in
-      shared.withLock { $0.stored += Int64(count) }
-    }
-    if !fits { setFailure(TransferFailure.system(errno: errno, doing: "write \(path)")) }
-    return fits
-  }
-
-  /// A body that ended before the blocks reserved for it gives the rest back: the file is cut
-  /// where it ends, when nothing else (a segmented download's ranges) made it longer.
-  private func release(reservedAfter end: Int64) {
-    var info = stat()
-    guard fstat(descriptor, &info) == 0, Int64(info.st_size) == end else { return }
-    _ = ftruncate(descriptor, off_t(end))
   }
 
   /// A held body's SHA-256 is left empty: whoever takes `heldBody` hashes it (off the engine's thread).
