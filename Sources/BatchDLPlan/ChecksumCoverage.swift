@@ -11,8 +11,11 @@ extension PlanBuilder {
     /// no copy of the file to read yet).
     case none
     /// Checked with this digest (the one preferred of those the files give) and with each of
-    /// `others` (the other algorithms' entries).
-    case digest(ExpectedDigest, others: [ExpectedDigest])
+    /// `others` (the other algorithms' entries). `byFileName`: the entry was a bare name matched
+    /// by the file's name, not its path: it checks the file, but it may describe another file
+    /// upstream, so it never makes the file the same content as another request (whose bytes
+    /// would then be placed here).
+    case digest(ExpectedDigest, others: [ExpectedDigest], byFileName: Bool)
     /// Fails before it is sent: `checksum-missing`, `signature` or `descriptor`.
     case fail(DocumentFailure)
   }
@@ -27,7 +30,11 @@ extension PlanBuilder {
     lastCoverage = []
     guard let spec else { return .none }
     for source in spec.files {
-      if let signature = source.signature, source.signatureIsURL { lastCoverage.append(documentKey(signature)) }
+      if let signature = source.signature, source.signatureIsURL {
+        lastCoverage.append(documentKey(signature))
+        noteFinalURL(of: signature, session: session)
+      }
+      if source.isURL { noteFinalURL(of: source.location, session: session) }
     }
     let documents = spec.files.map { source in
       let key = checksumKey(source, keyring: spec.keyring, session: session, sessionIndex: sessionIndex)
@@ -67,7 +74,8 @@ extension PlanBuilder {
           "'\(ShownText.escaped(entry.name, limit: 200))' is checked with \(digest.algorithm.rawValue), which is weak (collisions can be made): ask upstream for SHA-256 or SHA-512 sums; this warning is given once per checksum file"
         )
       }
-      return .digest(digest, others: combined.entries.dropFirst().map(\.digest))
+      return .digest(
+        digest, others: combined.entries.dropFirst().map(\.digest), byFileName: combined.rule == .fileName)
     }
     let covering = documents.compactMap(\.1?.display).joined(separator: ", ")
     return .fail(
@@ -120,7 +128,7 @@ extension PlanBuilder {
     switch verdict {
     case .none:
       break
-    case .digest(let digest, let others):
+    case .digest(let digest, let others, _):
       guard Int(task) == before else { return }
       tasks[Int(task)].expectation = Int32(expectations.count)
       var expectation = TaskExpectation(size: size, digest: digest)
@@ -134,7 +142,7 @@ extension PlanBuilder {
 
   /// The digest of a verdict that joins a download to others of the same content (SHA-256 only).
   package func content(of verdict: ChecksumVerdict) -> String? {
-    if case .digest(let digest, _) = verdict, digest.algorithm == .sha256 { return digest.hex }
+    if case .digest(let digest, _, false) = verdict, digest.algorithm == .sha256 { return digest.hex }
     return nil
   }
 
@@ -145,7 +153,7 @@ extension PlanBuilder {
   /// the request of another session whose own files say otherwise.
   package func identitySalt(of verdict: ChecksumVerdict) -> String? {
     if case .fail(let failure) = verdict { return "refused:\(failure.code.rawValue)\n" }
-    guard case .digest(let digest, let others) = verdict else { return nil }
+    guard case .digest(let digest, let others, _) = verdict else { return nil }
     let salted = (digest.algorithm == .sha256 ? [] : [digest]) + others
     if salted.isEmpty { return nil }
     return salted.map { "expected:\($0.algorithm.rawValue):\($0.hex)\n" }.joined()
@@ -162,6 +170,17 @@ extension PlanBuilder {
 
   /// A document's URL in normal form (as a task's), or the text itself when it is none; each
   /// normalized once per plan (every covered task asks).
+  /// Notes where the document at `location` was served after redirects, so that a download of
+  /// that URL is known as the document's (`PublishOrder`): published after the files it covers,
+  /// and pinned to the bytes read.
+  package mutating func noteFinalURL(of location: String, session: Session) {
+    let key = DescriptorSet.key(of: location, for: session, in: manifest)
+    guard let final = descriptorSet?.documents[key]?.finalURL else { return }
+    let finalKey = documentKey(final)
+    let written = documentKey(location)
+    if finalKey != written, documentAliases[finalKey] == nil { documentAliases[finalKey] = written }
+  }
+
   package mutating func documentKey(_ location: String) -> String {
     if let known = documentKeys[location] { return known }
     let key = (try? normalizer.normalize(location).get())?.text ?? location
@@ -219,7 +238,8 @@ extension PlanBuilder {
     // the plan read; when the document failed, it fails as the files the document covers do.
     let failed = document.failure.map { ChecksumVerdict.fail($0) }
     func pin(_ sha256: String?) -> ChecksumVerdict {
-      failed ?? sha256.map { .digest(ExpectedDigest(algorithm: .sha256, hex: $0), others: []) } ?? .none
+      failed ?? sha256.map { .digest(ExpectedDigest(algorithm: .sha256, hex: $0), others: [], byFileName: false) }
+        ?? .none
     }
     pinPublished(documentKey(source.location), pin(document.sha256))
     if let signature = source.signature, source.signatureIsURL {

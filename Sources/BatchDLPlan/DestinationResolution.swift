@@ -108,14 +108,19 @@ extension PlanBuilder {
   /// The default id of a task whose destination is `toRef`: the destination itself when it is
   /// relative to the manifest's folder, and relative to the session's `dest` when that is absolute,
   /// so that the same manifest has the same ids on every machine (another `dest`, a CI workspace).
-  /// When another task has that relative id already (two sessions with absolute `dest`s and a file
-  /// of one name), the id is `SESSION:RELATIVE`, still the same on every machine; only when that is
-  /// taken too does the destination stay the id.
+  /// In a manifest of several sessions the id is `SESSION:RELATIVE` (another session's file could
+  /// take the relative id on any night), still the same on every machine; in a manifest of one
+  /// session it is `RELATIVE`, or `SESSION:RELATIVE` when a task has that id already. Only when
+  /// both are taken does the destination stay the id.
   package mutating func portableID(_ toRef: TextRef, session: Int32) -> TextRef {
     guard !toRef.isNone, let prefix = absoluteDestPrefix(session: session) else { return toRef }
     guard text.withBytes(toRef, { $0.count > prefix.count && $0.starts(with: prefix) }) else { return toRef }
     let bytes = text.withBytes(toRef) { Array($0.dropFirst(prefix.count)) }
-    for candidate in [bytes, sessionQualified(bytes, session: session)] {
+    // With several sessions, a file of another session may have the relative id on some night
+    // (a listing grows): the id is `SESSION:RELATIVE` from the start, so that it never changes
+    // with upstream.
+    let qualified = sessionQualified(bytes, session: session)
+    for candidate in manifest.sessions.count > 1 ? [qualified] : [bytes, qualified] {
       let id = String(decoding: candidate, as: UTF8.self)
       guard namedIDs[ByteString(id)] == nil, task(withDestination: id) == nil else { continue }
       let relative = candidate.withUnsafeBytes { text.append($0) }

@@ -24,7 +24,9 @@ extension PlanBuilder {
     for (page, folder) in zip(crawl.pages, crawl.folders) {
       // A mirrored page is the page that was crawled: its download is pinned to these bytes.
       if folder.listing != nil, let sha256 = page.sha256 {
-        pinPublished(documentKey(folder.url), .digest(ExpectedDigest(algorithm: .sha256, hex: sha256), others: []))
+        pinPublished(
+          documentKey(folder.url),
+          .digest(ExpectedDigest(algorithm: .sha256, hex: sha256), others: [], byFileName: false))
       }
       var record = PlannedDescriptor(
         session: Int32(sessionIndex), entry: Int32(entryIndex), url: page.url, outcome: page.outcome,

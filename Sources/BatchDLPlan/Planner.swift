@@ -152,6 +152,8 @@ package struct PlanBuilder {
   package var lastCoverage: [String] = []
   /// Memos of `documentKey` and `checksumKey`.
   package var documentKeys: [String: String] = [:]
+  /// A document's URL after redirects → its URL as written (`noteFinalURL`).
+  package var documentAliases: [String: String] = [:]
   package var checksumKeys: [String: String] = [:]
   package var folderPrefixes: [String: String?] = [:]
   /// Checksum files warned about for a weak digest.

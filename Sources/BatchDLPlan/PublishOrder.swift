@@ -19,7 +19,9 @@ extension PlanBuilder {
     guard !coveredByDocument.isEmpty || !documentPins.isEmpty else { return }
     for index in tasks.indices where tasks[index].kind == .download {
       let request = tasks[index].request
-      let url = text.string(requests[Int(request)].url)
+      var url = text.string(requests[Int(request)].url)
+      // A download of the URL a document was served from after a redirect is that document's.
+      if documentPins[url] == nil, coveredByDocument[url] == nil, let written = documentAliases[url] { url = written }
       if let pin = documentPins[url] { pinDocument(index, pin) }
       guard let waited = coveredByDocument[url] else { continue }
       var dependencies = Set(requests[Int(request)].dependencies)
@@ -46,7 +48,7 @@ extension PlanBuilder {
     switch pin {
     case .none:
       break
-    case .digest(let digest, _):
+    case .digest(let digest, _, _):
       tasks[index].expectation = Int32(expectations.count)
       expectations.append(TaskExpectation(size: size, digest: digest))
     case .fail(let failure):

@@ -61,6 +61,18 @@ public struct StoredResults: Sendable {
   /// The result stored for a plan's task, by its id, as an entry of fixed fields.
   public func entry(for task: PlannedTask, in plan: Plan) -> Entry? {
     if let row = plan.text.withBytes(task.id, { find($0) }) { return entry(at: Int(row)) }
+    // A result recorded when the id under an absolute `dest` was relative to it (`RELATIVE`, now
+    // `SESSION:RELATIVE` in a manifest of several sessions).
+    let qualifier = Array(plan.manifest.sessions[Int(task.session)].name.utf8) + [0x3A]
+    if let row = plan.text.withBytes(
+      task.id,
+      { id -> Int32? in
+        guard id.count > qualifier.count, id.starts(with: qualifier) else { return nil }
+        return find(UnsafeRawBufferPointer(rebasing: id[qualifier.count...]))
+      })
+    {
+      return entry(at: Int(row))
+    }
     // A result recorded when ids under an absolute `dest` were the absolute destination.
     guard !task.to.isNone, task.to != task.id, plan.text.withBytes(task.to, { $0.first == UInt8(ascii: "/") }) else {
       return nil

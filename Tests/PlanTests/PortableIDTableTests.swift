@@ -4,7 +4,9 @@ import Testing
 @testable import BatchDLPlan
 
 /// The default ids of tasks whose files share a name, across every pair of `dest` forms: an id is
-/// never the machine's path, and two tasks never share one.
+/// never the machine's path, two tasks never share one, and in a manifest of several sessions a
+/// task under an absolute `dest` is `SESSION:RELATIVE` whether or not another file has its name
+/// (so that its id never changes when another session's listing grows).
 @Suite struct PortableIDTableTests {
   struct Row: CustomTestStringConvertible, Sendable {
     var first: String
@@ -14,14 +16,14 @@ import Testing
   }
 
   static let rows: [Row] = [
-    Row(first: "/srv/a", second: "/srv/b", ids: ["f.bin", "two:f.bin"]),
-    Row(first: "/srv/a", second: "/srv/a/sub", ids: ["f.bin", "two:f.bin"]),
-    Row(first: "/srv/a", second: "m", ids: ["f.bin", "m/f.bin"]),
+    Row(first: "/srv/a", second: "/srv/b", ids: ["one:f.bin", "two:f.bin"]),
+    Row(first: "/srv/a", second: "/srv/a/sub", ids: ["one:f.bin", "two:f.bin"]),
+    Row(first: "/srv/a", second: "m", ids: ["one:f.bin", "m/f.bin"]),
     Row(first: "/srv/a", second: "", ids: ["one:f.bin", "f.bin"]),
-    Row(first: "m", second: "/srv/b", ids: ["m/f.bin", "f.bin"]),
+    Row(first: "m", second: "/srv/b", ids: ["m/f.bin", "two:f.bin"]),
     Row(first: "", second: "/srv/b", ids: ["f.bin", "two:f.bin"]),
     Row(first: "m", second: "n", ids: ["m/f.bin", "n/f.bin"]),
-    Row(first: "/srv/a/deep/er", second: "/srv/b", ids: ["f.bin", "two:f.bin"]),
+    Row(first: "/srv/a/deep/er", second: "/srv/b", ids: ["one:f.bin", "two:f.bin"]),
   ]
 
   @Test(arguments: rows) func idsOfOneNameUnderTwoDests(row: Row) throws {

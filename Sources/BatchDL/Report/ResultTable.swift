@@ -97,7 +97,7 @@ struct ResultTable {
     for (index, row) in rows.enumerated() where session == nil || row.task.session == session {
       order.append((id(row.task), index))
     }
-    order.sort { $0.id < $1.id }
+    order.sort { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) }
     return order.map(\.row).lazy.map { [rows] in result(rows[$0], base: base) }
   }
 }

@@ -99,7 +99,7 @@ public struct RunReport: Sendable {
     return summary
   }
 
-  public var sortedResults: [TaskResult] { results.sorted { $0.id < $1.id } }
+  public var sortedResults: [TaskResult] { results.sorted { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) } }
 
   /// The JSON report (format `batchdl-report/1`), pretty-printed one task per line.
   public func json(timings: Bool) -> String {

@@ -23,6 +23,13 @@ public enum RunPreflight {
     else { return }
     let state = StateFolder(option: statePath, manifest: manifest, shard: shard)
     if let held = StateLock.holding(folder: state.path, name: state.lockName) { throw .locked(held) }
+    // The folder is made now, as the documents' copies would make it: one that cannot be (a file
+    // in its place, no permission) stops the run before anything is sent.
+    do {
+      try FileAccess.makeDirectories(state.path)
+    } catch {
+      throw .stateFolder("cannot use the state folder \(state.path): \(error); nothing was sent")
+    }
     var info = stat()
     guard stat(state.database, &info) == 0 else { return }
     do throws(StateError) {

@@ -65,7 +65,7 @@ public struct TaskStatus: Sendable {
         result.append(status)
       }
     }
-    return result.sorted { $0.id < $1.id }
+    return result.sorted { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) }
   }
 
   /// One line for people: `done      mirror/a.bin  1.2 MB`.
