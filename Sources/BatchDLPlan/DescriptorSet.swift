@@ -37,6 +37,8 @@ public struct DescriptorSet: Sendable {
   public var checksums: [String: ChecksumDocument] = [:]
   /// `index:` crawls, by `key(of:for:in:)` of their spec.
   public var listings: [String: IndexCrawl] = [:]
+  /// Requests sent to fetch these documents (`summary.descriptor_requests` of the run's report).
+  public var requestsSent = 0
 
   /// Where a document fetched for `session` is kept: one fetch per URL and connection identity
   /// (`Session.connectionIdentity`), so that sessions that trust other things never share one.

@@ -76,6 +76,9 @@ public final class Engine {
   package weak var observer: TransferObserver?
   /// How often (ms) each download is asked to sync its bytes to disk for a checkpoint.
   public var syncInterval: UInt64 = 1000
+  /// HTTP requests sent so far: every transfer that sent one (retries, pieces, probes,
+  /// revalidations), and each redirect libcurl followed on the way.
+  public internal(set) var requestsSent = 0
 
   package struct Timer: Comparable {
     package var due: UInt64

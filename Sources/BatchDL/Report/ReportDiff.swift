@@ -281,10 +281,12 @@ public struct ReportDiff: Sendable {
     }
     if let warning = removedWarning { out += warning + "\n" }
     if changes.isEmpty && new.notRun == nil { out += "no changes\n" }
-    for change in changes {
-      let mark =
-        change.regression != nil ? "!" : change.kinds == ["added"] ? "+" : change.kinds == ["removed"] ? "-" : "~"
-      var line = "\(mark) \(change.id): \(describeChange(change))"
+    let lines = changeLines(changes) { change in
+      change.regression != nil ? "!" : change.kinds == ["added"] ? "+" : change.kinds == ["removed"] ? "-" : "~"
+    }
+    for change in lines {
+      var line = "\(change.mark) \(change.subject): \(change.text)"
+      if let ids = change.ids { line += " (\(ids))" }
       if let rule = change.regression { line += "  [regression: \(rule.rawValue)]" }
       out += line + "\n"
     }

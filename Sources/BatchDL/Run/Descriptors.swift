@@ -153,6 +153,7 @@ public enum Descriptors {
         }
       }
     }
+    set.requestsSent = fetcher.requestsSent
     return set
   }
 
