@@ -64,4 +64,15 @@ import Testing
     let markdown = ReportDiff(old: old, new: new).markdown()
     #expect(markdown.contains("| 4 tasks |"), "\(markdown)")
   }
+
+  @Test func theTotalLineSaysOfThePlannedBytesWhenEveryFilesSizeIsKnown() {
+    let display = ProgressDisplay(
+      mode: .always, quiet: true, totalTasks: 2, area: FakeTerminal(columns: 100, rows: 10).area())
+    let active = [ProgressDisplay.Line(name: "a.bin", received: 1024, expected: 2048)]
+    #expect(display.frame(active: active, size: LiveArea.Size(columns: 100, rows: 10)).last?.contains(" of ") == false)
+    display.plannedBytes = 4096
+    let total = display.frame(active: active, size: LiveArea.Size(columns: 100, rows: 10)).last ?? ""
+    #expect(total.contains("0 B of 4.0 KB"), "\(total)")
+  }
 }
+
