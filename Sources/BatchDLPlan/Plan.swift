@@ -199,6 +199,8 @@ public struct Plan: Sendable {
   public var listedSizes: [Int32: ListedFileSize] = [:]
   /// Requests sent for the documents fetched before planning (`DescriptorSet.requestsSent`).
   public var descriptorRequests = 0
+  /// Of `descriptorRequests`, by session index.
+  public var descriptorRequestsPerSession: [Int: Int] = [:]
   /// Each session's `partial_dir:` as an absolute, normalized folder; nil: beside each destination.
   public var partialFolders: [String?] = []
 

@@ -66,6 +66,7 @@ public struct Planner {
       descriptors: builder.descriptors, refusedFiles: builder.refusedFiles, unresolvedAfter: builder.unresolvedAfter,
       refusedRequests: builder.refusedRequests, publishedAfter: builder.publishWaits.mapValues { $0.sorted() })
     plan.descriptorRequests = descriptors?.requestsSent ?? 0
+    plan.descriptorRequestsPerSession = descriptors?.requestsPerSession ?? [:]
     plan.listedSizes = builder.listedSizes
     plan.sessionRoots = manifest.sessions.map { plan.sessionRoot(dest: $0.dest) }
     plan.partialFolders = manifest.sessions.indices.map { plan.partialFolder(session: $0) }

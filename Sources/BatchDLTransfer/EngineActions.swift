@@ -9,7 +9,9 @@ extension Engine {
   package func finish(handle: UnsafeMutableRawPointer, code: CURLcode) {
     guard let transfer = active[handle] else { return }
     land(transfer)
-    requestsSent += Self.requestsSent(by: transfer.easy)
+    let sent = Self.requestsSent(by: transfer.easy)
+    requestsSent += sent
+    if countsRequestsPerJob, sent > 0 { requestsSentByJob[transfer.job, default: 0] += sent }
     defer { recycle(transfer.easy, session: transfer.spec.sessionKey) }
     noteProtocol(transfer)
     let job = transfer.job

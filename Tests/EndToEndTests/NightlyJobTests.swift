@@ -124,6 +124,8 @@ import Testing
     #expect(sent == 6)
     #expect(summary["requests"] as? Int == sent, "\(summary) against \(sent) in nginx's log")
     #expect(summary["descriptor_requests"] as? Int == 1, "\(summary)")
+    let finished = fixture.events().last { $0["event"] as? String == "session_finished" }
+    #expect((finished?["summary"] as? [String: Any])?["requests"] as? Int == sent, "\(finished ?? [:])")
 
     // A night with nothing new: only the (conditional) listing requests are sent, and counted.
     result = try fixture.run()

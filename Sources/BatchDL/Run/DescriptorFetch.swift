@@ -27,6 +27,8 @@ struct DocumentFetcher {
   private var storedOnly = Set<String>()
   /// Requests sent so far (conditional ones included; a connection that failed sent none).
   private(set) var requestsSent = 0
+  /// Of `requestsSent`, by session index.
+  private(set) var requestsPerSession: [Int: Int] = [:]
 
   init(manifest: Manifest, state: StateFolder, mode: DescriptorMode) {
     self.manifest = manifest
@@ -77,6 +79,7 @@ struct DocumentFetcher {
     let fetch = DescriptorFetch(requests)
     let answers = fetch.run()
     requestsSent += fetch.requestsSent
+    requestsPerSession.merge(fetch.requestsPerSession, uniquingKeysWith: +)
     for (item, answer) in zip(wanted, answers) {
       storedOnly.remove(item.key)
       documents[item.key] = Descriptors.settle(
@@ -209,6 +212,8 @@ final class DescriptorFetch: TransferJobSource, TransferObserver {
   private let requests: [DescriptorRequest]
   /// Requests `run` sent (`Engine.requestsSent`).
   private(set) var requestsSent = 0
+  /// Of `requestsSent`, by the index of the session each was sent for.
+  private(set) var requestsPerSession: [Int: Int] = [:]
   private var outcomes: [Result<TransferResult, TransferFailure>?]
 
   init(_ requests: [DescriptorRequest]) {
@@ -220,7 +225,13 @@ final class DescriptorFetch: TransferJobSource, TransferObserver {
   func run() -> [Answer] {
     do {
       let engine = try Engine(jobs: self, globalLimit: 16, observer: self)
-      defer { requestsSent = engine.requestsSent }
+      engine.countsRequestsPerJob = true
+      defer {
+        requestsSent = engine.requestsSent
+        for (job, sent) in engine.requestsSentByJob where requests.indices.contains(job) {
+          requestsPerSession[requests[job].sessionIndex, default: 0] += sent
+        }
+      }
       try engine.run()
     } catch {
       return requests.map { _ in .failed("the transfer engine failed: \(error)") }

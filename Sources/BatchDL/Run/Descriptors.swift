@@ -154,6 +154,7 @@ public enum Descriptors {
       }
     }
     set.requestsSent = fetcher.requestsSent
+    set.requestsPerSession = fetcher.requestsPerSession
     return set
   }
 

@@ -168,6 +168,8 @@ final class RunBookkeeper: TransferObserver {
     }
     // What the run sends: a request the state or the HTTP cache answered is not one.
     report.requests = jobRequests.count + plan.descriptorRequests
+    // A session's documents are its requests too (`session_finished`, `--metrics`, on_finished).
+    for (session, sent) in plan.descriptorRequestsPerSession { requestsPerSession[session, default: 0] += sent }
     report.descriptorRequests = plan.descriptorRequests
     display.plannedBytes = expectedBytes(of: jobRequests)
     // A dependency that is unchanged is already satisfied.
