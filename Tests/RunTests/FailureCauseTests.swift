@@ -75,4 +75,3 @@ import Testing
     #expect(total.contains("0 B of 4.0 KB"), "\(total)")
   }
 }
-
