@@ -24,6 +24,7 @@ extension RunReport {
     var report = RunReport(manifest: object["manifest"] as? String ?? "")
     report.shard = object["shard"] as? String
     report.requests = (object["summary"] as? [String: Any])?["requests"] as? Int ?? 0
+    report.descriptorRequests = (object["summary"] as? [String: Any])?["descriptor_requests"] as? Int ?? 0
     report.seconds = seconds(object["seconds"])
     if let notRun = object["not_run"] as? [String: Any] {
       report.notRun = (Int32(clamping: notRun["exit_status"] as? Int ?? 1), notRun["reason"] as? String ?? "")
@@ -124,6 +125,8 @@ extension RunReport {
       }
       let (requests, overflow) = merged.requests.addingReportingOverflow(report.requests)
       merged.requests = overflow ? .max : requests
+      let (documents, over) = merged.descriptorRequests.addingReportingOverflow(report.descriptorRequests)
+      merged.descriptorRequests = over ? .max : documents
       if let seconds = report.seconds { merged.seconds = max(merged.seconds ?? 0, seconds) }
       for outcome in report.prune { merged.mergePrune(outcome) }
     }
