@@ -15,7 +15,7 @@ package struct ManifestDecoder {
   package static let topKeys = ["version", "report_history", "defaults", "sessions"]
   package static let settingKeys = [
     "kind", "dest", "timeouts", "retry", "cache", "network", "headers", "on_finished", "insecure", "mirrors", "tls",
-    "refresh", "preserve_mtime", "prune", "max_size",
+    "refresh", "preserve_mtime", "prune", "max_size", "partial_dir",
   ]
   package static let sessionKeys = settingKeys + ["identifier", "tasks"] + checksumKeys
   package static let timeoutKeys = ["request", "resource"]

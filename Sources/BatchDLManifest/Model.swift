@@ -114,6 +114,9 @@ public struct Session: Sendable {
   public var checksums: ChecksumSpec?
   /// `prune:`: remove files earlier runs placed under `dest` that no task names any more.
   public var prune: PruneSettings? = nil
+  /// `partial_dir:`: the folder partial files live in (absolute, or relative to `dest`), as
+  /// normalized; nil: beside each destination.
+  public var partialDir: String? = nil
 }
 
 /// When a run asks the server again, with a conditional request, whether a finished download

@@ -9,6 +9,8 @@ extension ManifestDecoder {
     /// `kind:` was given but is not a kind (already reported).
     package var kindUnknown = false
     package var dest: String?
+    /// `partial_dir:` as normalized (it may climb out of `dest` with `..`), and where it was.
+    package var partialDir: (path: String, mark: SourceMark)?
     package var request: Interval?
     package var resource: Interval?
     package var attempts: Int?
@@ -57,6 +59,8 @@ extension ManifestDecoder {
           )
         case .failure(let problem): diagnostics.error(value.mark, "dest '\(written)' \(problem.message)")
         }
+      case "partial_dir":
+        result.partialDir = partialDir(value)
       case "timeouts":
         guard let entries = mapping(value, what: "timeouts") else { continue }
         checkKeys(entries, known: Self.timeoutKeys, in: "timeouts")
@@ -283,6 +287,10 @@ extension ManifestDecoder {
       preserveMtime: own.preserveMtime ?? defaults.preserveMtime ?? true, checksums: checksumSpec(node),
       prune: sessionPrune(own: own.prune, defaults: defaults.prune, kind: kind, kindUnknown: kindUnknown))
     session.maxSize = own.maxSize ?? defaults.maxSize
+    if let partial = own.partialDir ?? defaults.partialDir {
+      session.partialDir = partial.path
+      checkPartialDir(partial.path, dest: dest, at: partial.mark)
+    }
     return session
   }
 

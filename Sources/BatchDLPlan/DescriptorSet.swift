@@ -37,6 +37,10 @@ public struct DescriptorSet: Sendable {
   public var checksums: [String: ChecksumDocument] = [:]
   /// `index:` crawls, by `key(of:for:in:)` of their spec.
   public var listings: [String: IndexCrawl] = [:]
+  /// Requests sent to fetch these documents (`summary.descriptor_requests` of the run's report).
+  public var requestsSent = 0
+  /// Of `requestsSent`, by the index of the session each was sent for.
+  public var requestsPerSession: [Int: Int] = [:]
 
   /// Where a document fetched for `session` is kept: one fetch per URL and connection identity
   /// (`Session.connectionIdentity`), so that sessions that trust other things never share one.

@@ -9,6 +9,20 @@ extension Plan {
   /// The partial file of a destination (`PartialFile`: `DEST.batchdl-part`, beside it).
   public static func partialPath(of destination: String) -> String { PartialFile.path(of: destination) }
 
+  /// The partial file of a destination (absolute) of session `session`: in its `partial_dir:`
+  /// when it has one, else beside the destination.
+  public func partialPath(of destination: String, session: Int) -> String {
+    let folder = session < partialFolders.count ? partialFolders[session] : partialFolder(session: session)
+    return PartialFile.path(of: destination, in: folder)
+  }
+
+  /// Session `index`'s `partial_dir:` as an absolute, normalized folder (relative to its `dest`);
+  /// nil when it has none.
+  public func partialFolder(session index: Int) -> String? {
+    guard index < manifest.sessions.count, let written = manifest.sessions[index].partialDir else { return nil }
+    return ManifestDecoder.partialFolder(written, root: sessionRoot(dest: manifest.sessions[index].dest))
+  }
+
   /// A path the manifest names (a destination, an upload's file), absolute: resolved against the
   /// manifest's folder.
   public func absolute(_ path: String) -> String { FileAccess.resolve(path, against: manifest.absoluteDirectory) }
@@ -48,7 +62,8 @@ extension Plan {
 
   /// The partial file a request's body goes to, when it goes to a file.
   public func partialPath(of request: PlannedRequest) -> String? {
-    owner(of: request).flatMap(absoluteDestination(of:)).map(Self.partialPath(of:))
+    guard let task = owner(of: request), let destination = absoluteDestination(of: task) else { return nil }
+    return partialPath(of: destination, session: Int(task.session))
   }
 }
 

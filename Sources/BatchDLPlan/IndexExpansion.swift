@@ -135,6 +135,9 @@ extension PlanBuilder {
         line: 0, mark: file.entry.mark, explicitID: false, content: content(of: verdict), document: documentFile)
       apply(verdict, to: task, before: before)
       guard let task else { continue }
+      if let listed = file.entry.size, listedSizes[tasks[Int(task)].request] == nil {
+        listedSizes[tasks[Int(task)].request] = ListedFileSize(bytes: listed.bytes, isExact: listed.isExact)
+      }
       documentFileOfTask[task] = documentFile
       coveredByDocument[indexKey, default: []].append(tasks[Int(task)].request)
       if !spec.after.isEmpty { afterRefs.append((task, spec.after)) }

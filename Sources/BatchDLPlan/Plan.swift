@@ -194,6 +194,15 @@ public struct Plan: Sendable {
   public var publishedAfter: [Int32: [Int32]] = [:]
   /// Each session's `dest` as an absolute, normalized folder (`absoluteDest(of:)`).
   public var sessionRoots: [String] = []
+  /// The sizes listings (`index:`) give their files, by request: what `plan`'s totals, the progress
+  /// and preallocation expect when nothing pins a size; a file of another size is no error.
+  public var listedSizes: [Int32: ListedFileSize] = [:]
+  /// Requests sent for the documents fetched before planning (`DescriptorSet.requestsSent`).
+  public var descriptorRequests = 0
+  /// Of `descriptorRequests`, by session index.
+  public var descriptorRequestsPerSession: [Int: Int] = [:]
+  /// Each session's `partial_dir:` as an absolute, normalized folder; nil: beside each destination.
+  public var partialFolders: [String?] = []
 
   /// The size and digest a download must have, wherever they were written: the task's `size:` and
   /// `sha256:`, or its Metalink `<size>` and `<hash>`. Nil when nothing is expected.

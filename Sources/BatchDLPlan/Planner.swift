@@ -65,7 +65,11 @@ public struct Planner {
       hosts: builder.hosts, mergedDuplicates: builder.merged, warnings: all.sorted, expectations: builder.expectations,
       descriptors: builder.descriptors, refusedFiles: builder.refusedFiles, unresolvedAfter: builder.unresolvedAfter,
       refusedRequests: builder.refusedRequests, publishedAfter: builder.publishWaits.mapValues { $0.sorted() })
+    plan.descriptorRequests = descriptors?.requestsSent ?? 0
+    plan.descriptorRequestsPerSession = descriptors?.requestsPerSession ?? [:]
+    plan.listedSizes = builder.listedSizes
     plan.sessionRoots = manifest.sessions.map { plan.sessionRoot(dest: $0.dest) }
+    plan.partialFolders = manifest.sessions.indices.map { plan.partialFolder(session: $0) }
     return plan
   }
 }
@@ -125,6 +129,8 @@ package struct PlanBuilder {
   package var reserved = ReservedPaths()
   /// Sizes and digests from documents, and the documents given by URL.
   package var expectations: [TaskExpectation] = []
+  /// The sizes listings give their files, by request (`Plan.listedSizes`).
+  package var listedSizes: [Int32: ListedFileSize] = [:]
   package var descriptors: [PlannedDescriptor] = []
 
   /// Set by `expandLine` (and `add`) when the line being read has a problem, reported or not: the

@@ -76,6 +76,13 @@ public final class Engine {
   package weak var observer: TransferObserver?
   /// How often (ms) each download is asked to sync its bytes to disk for a checkpoint.
   public var syncInterval: UInt64 = 1000
+  /// HTTP requests sent so far: every transfer that sent one (retries, pieces, probes,
+  /// revalidations), and each redirect libcurl followed on the way.
+  public internal(set) var requestsSent = 0
+  /// Whether `requestsSentByJob` is kept.
+  public var countsRequestsPerJob = false
+  /// `requestsSent` by job, when `countsRequestsPerJob` (jobs that sent none are absent).
+  public internal(set) var requestsSentByJob: [Int: Int] = [:]
 
   package struct Timer: Comparable {
     package var due: UInt64

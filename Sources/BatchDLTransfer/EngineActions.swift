@@ -9,6 +9,9 @@ extension Engine {
   package func finish(handle: UnsafeMutableRawPointer, code: CURLcode) {
     guard let transfer = active[handle] else { return }
     land(transfer)
+    let sent = Self.requestsSent(by: transfer.easy)
+    requestsSent += sent
+    if countsRequestsPerJob, sent > 0 { requestsSentByJob[transfer.job, default: 0] += sent }
     defer { recycle(transfer.easy, session: transfer.spec.sessionKey) }
     noteProtocol(transfer)
     let job = transfer.job
@@ -161,4 +164,13 @@ extension Engine {
     enqueue(job)
   }
 
+}
+
+extension Engine {
+  /// Requests a finished transfer sent: none when it never got a request out (no connection),
+  /// else one and each redirect libcurl followed itself.
+  static func requestsSent(by easy: EasyHandle) -> Int {
+    let sent = easy.info(CURLINFO_REQUEST_SIZE) > 0 || easy.info(CURLINFO_RESPONSE_CODE) > 0
+    return sent ? 1 + max(0, easy.info(CURLINFO_REDIRECT_COUNT)) : 0
+  }
 }

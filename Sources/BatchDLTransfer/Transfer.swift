@@ -130,7 +130,7 @@ package final class Transfer {
   /// blocks up to there before it writes.
   private func reservedEnd(_ admission: BodyGate.Admission) -> Int64? {
     switch admission {
-    case .whole(let length): return length ?? spec.expectedSize
+    case .whole(let length): return length ?? spec.expectedSize ?? spec.listedSize
     case .range(_, let end, _): return end + 1
     case .alreadyComplete, .notModified, .error: return nil
     }
@@ -241,7 +241,7 @@ package final class Transfer {
     moved += Int64(bytes.count)
     parser.consume(bytes)
     if parser.complete, parser.head.isSuccess {
-      expected = parser.head.contentLength ?? -1
+      expected = parser.head.contentLength ?? spec.expectedSize ?? spec.listedSize ?? -1
     }
     return bytes.count
   }

@@ -152,6 +152,9 @@ public struct TransferSpec: Sendable {
   /// What the body must be (`size:`, `sha256:` of a download with mirrors): a source whose bytes
   /// disagree is set aside.
   public var expectedSize: Int64?
+  /// The size a listing gave the file, to the byte: reserved before the body is written and shown
+  /// by the progress bar when the response says no length. Not a pin: another size is no error.
+  public var listedSize: Int64?
   /// The whole file's expected digest (`sha256:`, `sha512:`, a Metalink or checksum-file hash).
   public var expectedDigest: ExpectedDigest?
   /// `expectedDigest` when it is a SHA-256.

@@ -17,7 +17,7 @@ import Testing
     #expect(made == folder.path + "/out/deep")
     _ = try placer.write(Array("hello".utf8), to: path, folder: made, naming: "deep/x.bin")
     #expect(folder.read("out/deep/x.bin") == "hello")
-    try FilePlacer.copy(path, to: path + ".copy")
+    try FilePlacer.copy(path, to: path + ".copy", through: path + ".copy.batchdl-part")
     #expect(folder.read("out/deep/x.bin.copy") == "hello")
     #expect(!folder.exists("out/deep/x.bin.copy.batchdl-part"))
     placer.close()

@@ -14,8 +14,8 @@ public struct PlanSpace: Sendable, Equatable {
   /// The sessions' `dest` folders on this filesystem, as the manifest names them.
   public var dests: [String] = []
   public var sessions: [String] = []
-  /// The sum of the sizes known in advance (`size:`, a list line's `size:N`, Metalink `<size>`),
-  /// less what checkpoints already hold.
+  /// The sum of the sizes known in advance (`size:`, a list line's `size:N`, Metalink `<size>`,
+  /// the size an `index:` listing gives), less what checkpoints already hold.
   public var expected: Int64 = 0
   /// Files the run would write whose size is not known in advance.
   public var unknown = 0
@@ -50,7 +50,8 @@ public struct PlanSpace: Sendable, Equatable {
       let owner = plan.owner(of: request)
       for task in plan.tasks(of: request) where !task.to.isNone {
         // Every destination is written: a shared request's copies too.
-        if let size = plan.expectation(of: task)?.size {
+        // A size a listing gives is what the file is expected to be (`Plan.expectedSize`).
+        if let size = plan.expectedSize(of: task)?.bytes {
           let resumed = owner.map { $0.id == task.id } ?? false ? offset : 0
           let (sum, overflow) = perSession[Int(task.session)].expected.addingReportingOverflow(max(0, size - resumed))
           perSession[Int(task.session)].expected = overflow ? .max : sum

@@ -45,6 +45,12 @@ public final class ProgressDisplay {
   private var finishedBytes: Int64 = 0
   private var activeBytes: Int64 = 0
   private var expectedBytes: Int64 = 0
+  /// The bytes the run's transfers are expected to bring, when every one's size is known in
+  /// advance (pinned or listed: `Plan.expectedSize`): the total line says "of" it, and its ETA
+  /// counts from it.
+  public var plannedBytes: Int64?
+  /// Failures not printed yet: one line per cause when the run ends (`FailureGroups`).
+  private var failures = FailureGroups()
 
   public init(
     mode: ProgressMode, quiet: Bool, verbose: Bool = false, totalTasks: Int, area: LiveArea = LiveArea(descriptor: 2)
@@ -65,6 +71,11 @@ public final class ProgressDisplay {
     if result.outcome == .completed, result.source == "network" { finishedBytes += result.size ?? 0 }
     let failed = result.outcome == .failed
     guard failed || (!quiet && (verbose || result.outcome != .unchanged)) else { return }
+    if failed, let error = result.error {
+      failures.add(
+        name: result.id, code: error.code, message: error.message, names: [result.id, result.to ?? "", result.url])
+      return
+    }
     var line = TextFormat.padded(result.outcome.rawValue, to: 10) + result.id
     if let error = result.error {
       line += "  \(error.code): \(error.message)"
@@ -91,6 +102,12 @@ public final class ProgressDisplay {
   /// on standard error, even with `--quiet`.
   public func problem(_ text: String) {
     printAboveBars(text, toErrors: true)
+  }
+
+  /// The failures collected so far, one line per cause, on standard error.
+  public func printFailures() {
+    for line in failures.lines { printAboveBars(line, toErrors: true) }
+    failures.removeAll()
   }
 
   private func printAboveBars(_ line: String, toErrors: Bool = false) {
@@ -121,7 +138,8 @@ public final class ProgressDisplay {
       draw(active: active)
     } else if !quiet, now &- lastSummary >= 10_000 {
       lastSummary = now
-      out.write("progress: \(doneTasks)/\(totalTasks) tasks, \(Self.bytes(total)), \(Self.bytes(rate))/s\n")
+      let of = plannedBytes.map { " of " + Self.bytes($0) } ?? ""
+      out.write("progress: \(doneTasks)/\(totalTasks) tasks, \(Self.bytes(total))\(of), \(Self.bytes(rate))/s\n")
       out.flush()
     }
   }
@@ -168,8 +186,10 @@ public final class ProgressDisplay {
     if shown < active.count && room > shown { lines.append("  … and \(active.count - shown) more") }
     let fraction = totalTasks > 0 ? Double(doneTasks) / Double(totalTasks) : 1
     var total = Self.bar(fraction, width: width) + " \(doneTasks)/\(totalTasks) tasks  "
-    total += Self.bytes(finishedBytes + activeBytes) + "  " + Self.bytes(rate) + "/s"
-    let remainingBytes = expectedBytes - activeBytes
+    total += Self.bytes(finishedBytes + activeBytes)
+    if let plannedBytes { total += " of " + Self.bytes(plannedBytes) }
+    total += "  " + Self.bytes(rate) + "/s"
+    let remainingBytes = plannedBytes.map { $0 - finishedBytes - activeBytes } ?? (expectedBytes - activeBytes)
     if rate > 0, remainingBytes > 0 { total += "  ETA " + Self.duration(Double(remainingBytes) / Double(rate)) }
     if failedTasks > 0 { total += "  \(failedTasks) failed" }
     lines.append(TerminalText.truncated(total, to: columns))
@@ -178,6 +198,7 @@ public final class ProgressDisplay {
 
   /// The closing line: counts, bytes and time.
   public func finish(summary: RunSummary) {
+    printFailures()
     if bars { area.clear() }
     let seconds = Double(Engine.now() &- start) / 1000
     var line = "done: \(summary.completed) completed"
@@ -194,6 +215,7 @@ public final class ProgressDisplay {
 
   /// Erases the bars for good (a run that ends without its closing line).
   public func close() {
+    printFailures()
     area.clear(close: true)
   }
 

@@ -27,6 +27,7 @@ extension RunReport {
     var report = RunReport(manifest: object["manifest"] as? String ?? "")
     report.shard = object["shard"] as? String
     report.requests = (object["summary"] as? [String: Any])?["requests"] as? Int ?? 0
+    report.descriptorRequests = (object["summary"] as? [String: Any])?["descriptor_requests"] as? Int ?? 0
     report.seconds = seconds(object["seconds"])
     if let notRun = object["not_run"] as? [String: Any] {
       report.notRun = (Int32(clamping: notRun["exit_status"] as? Int ?? 1), notRun["reason"] as? String ?? "")
@@ -137,6 +138,8 @@ extension RunReport {
       }
       let (requests, overflow) = merged.requests.addingReportingOverflow(report.requests)
       merged.requests = overflow ? .max : requests
+      let (documents, over) = merged.descriptorRequests.addingReportingOverflow(report.descriptorRequests)
+      merged.descriptorRequests = over ? .max : documents
       if let seconds = report.seconds { merged.seconds = max(merged.seconds ?? 0, seconds) }
       for outcome in report.prune { merged.mergePrune(outcome) }
     }
@@ -318,11 +321,13 @@ public struct ReportDiff: Sendable {
     }
     if let warning = removedWarning { out += warning + "\n" }
     if changes.isEmpty && new.notRun == nil { out += "no changes\n" }
-    for change in changes {
-      let mark =
-        change.regression != nil
+    let lines = changeLines(changes) { change in
+      change.regression != nil
         ? "!" : change.kinds == ["added"] ? "+" : change.kinds == ["removed"] || change.kinds == ["pruned"] ? "-" : "~"
-      var line = "\(mark) \(change.id): \(describeChange(change))"
+    }
+    for change in lines {
+      var line = "\(change.mark) \(change.subject): \(change.text)"
+      if let ids = change.ids { line += " (\(ids))" }
       if let rule = change.regression { line += "  [regression: \(rule.rawValue)]" }
       out += line + "\n"
     }

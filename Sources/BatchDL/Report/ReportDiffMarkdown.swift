@@ -18,16 +18,19 @@ extension ReportDiff {
     if let warning = removedWarning { out += "⚠️ \(Self.markdownText(warning))\n\n" }
     if !changes.isEmpty {
       out += "| | task | change | regression |\n|---|---|---|---|\n"
-      let ordered = changes.filter { $0.regression != nil } + changes.filter { $0.regression == nil }
-      for change in ordered.prefix(rowLimit) {
-        let mark =
-          change.regression != nil
+      let ordered = changeLines(changes.filter { $0.regression != nil } + changes.filter { $0.regression == nil }) {
+        change in
+        change.regression != nil
           ? "❌" : change.kinds == ["added"] ? "➕" : change.kinds == ["removed"] ? "➖" : "✏️"
-        out += "| \(mark) | \(Self.markdownText(change.id)) | \(Self.markdownText(describeChange(change))) | "
+      }
+      for change in ordered.prefix(rowLimit) {
+        let text = change.text + (change.ids.map { " (\($0))" } ?? "")
+        out += "| \(change.mark) | \(Self.markdownText(change.subject)) | \(Self.markdownText(text)) | "
         out += "\(change.regression?.rawValue ?? "") |\n"
       }
       if ordered.count > rowLimit {
-        out += "\n\(ordered.count - rowLimit) more changes are not shown: "
+        let hidden = ordered.dropFirst(rowLimit).reduce(0) { $0 + $1.count }
+        out += "\n\(hidden) more changes are not shown: "
         out += "`batchdl report diff --json` lists them all.\n"
       }
       out += "\n"

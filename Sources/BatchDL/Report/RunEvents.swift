@@ -190,7 +190,12 @@ public struct TaskResult: Sendable {
 /// Counts for a report's `summary`.
 public struct RunSummary: Sendable, Equatable {
   public var tasks = 0
+  /// Every request the run sent: its tasks' (retries, segments, redirects and revalidations
+  /// included) and its descriptors'.
   public var requests = 0
+  /// Of `requests`, those of descriptors fetched before planning (listing pages, checksum files,
+  /// signatures, Metalink documents, conditional or not).
+  public var descriptorRequests = 0
   public var completed = 0
   public var unchanged = 0
   public var failed = 0
@@ -222,6 +227,7 @@ public struct RunSummary: Sendable, Equatable {
       "failed": .int(failed), "deferred": .int(deferred), "bytes": .int(bytes),
     ]
     if cancelled > 0 { fields["cancelled"] = .int(cancelled) }
+    if descriptorRequests > 0 { fields["descriptor_requests"] = .int(descriptorRequests) }
     return .object(fields)
   }
 }

@@ -65,6 +65,8 @@ public struct RunReport: Sendable {
   public var manifest: String
   public var results: [TaskResult] = []
   public var requests = 0
+  /// Of `requests`, those of descriptors (`RunSummary.descriptorRequests`).
+  public var descriptorRequests = 0
   /// Wall time of the run, reported with `--timings` only.
   public var seconds: Double?
   /// `I/N` when the run was one shard of the manifest (`report merge` drops it).
@@ -95,6 +97,7 @@ public struct RunReport: Sendable {
   public var summary: RunSummary {
     var summary = RunSummary()
     summary.requests = requests
+    summary.descriptorRequests = descriptorRequests
     for result in results { summary.add(result) }
     return summary
   }

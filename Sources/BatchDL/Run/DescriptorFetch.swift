@@ -25,6 +25,10 @@ struct DocumentFetcher {
   /// Documents read from the state folder for a session that does not fetch: a session that
   /// fetches the same document still does.
   private var storedOnly = Set<String>()
+  /// Requests sent so far (conditional ones included; a connection that failed sent none).
+  private(set) var requestsSent = 0
+  /// Of `requestsSent`, by session index.
+  private(set) var requestsPerSession: [Int: Int] = [:]
 
   init(manifest: Manifest, state: StateFolder, mode: DescriptorMode) {
     self.manifest = manifest
@@ -72,7 +76,10 @@ struct DocumentFetcher {
       wantedKeys = []
     }
     guard !requests.isEmpty else { return }
-    let answers = DescriptorFetch(requests).run()
+    let fetch = DescriptorFetch(requests)
+    let answers = fetch.run()
+    requestsSent += fetch.requestsSent
+    requestsPerSession.merge(fetch.requestsPerSession, uniquingKeysWith: +)
     for (item, answer) in zip(wanted, answers) {
       storedOnly.remove(item.key)
       documents[item.key] = Descriptors.settle(
@@ -203,6 +210,10 @@ final class DescriptorFetch: TransferJobSource, TransferObserver {
   }
 
   private let requests: [DescriptorRequest]
+  /// Requests `run` sent (`Engine.requestsSent`).
+  private(set) var requestsSent = 0
+  /// Of `requestsSent`, by the index of the session each was sent for.
+  private(set) var requestsPerSession: [Int: Int] = [:]
   private var outcomes: [Result<TransferResult, TransferFailure>?]
 
   init(_ requests: [DescriptorRequest]) {
@@ -214,6 +225,13 @@ final class DescriptorFetch: TransferJobSource, TransferObserver {
   func run() -> [Answer] {
     do {
       let engine = try Engine(jobs: self, globalLimit: 16, observer: self)
+      engine.countsRequestsPerJob = true
+      defer {
+        requestsSent = engine.requestsSent
+        for (job, sent) in engine.requestsSentByJob where requests.indices.contains(job) {
+          requestsPerSession[requests[job].sessionIndex, default: 0] += sent
+        }
+      }
       try engine.run()
     } catch {
       return requests.map { _ in .failed("the transfer engine failed: \(error)") }

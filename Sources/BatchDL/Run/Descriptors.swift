@@ -153,6 +153,8 @@ public enum Descriptors {
         }
       }
     }
+    set.requestsSent = fetcher.requestsSent
+    set.requestsPerSession = fetcher.requestsPerSession
     return set
   }
 

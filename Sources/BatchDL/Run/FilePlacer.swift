@@ -76,6 +76,23 @@ final class FilePlacer {
     return parent
   }
 
+  /// Makes the `partial_dir:` of a task's session, once per run; nothing when it has none.
+  func preparePartialFolder(for task: PlannedTask) throws(TransferFailure) {
+    let session = Int(task.session)
+    guard let folder = plan.partialFolders.indices.contains(session) ? plan.partialFolders[session] : nil,
+      preparedPartialFolders.insert(ByteString(folder)).inserted
+    else { return }
+    do {
+      try FileAccess.makeDirectories(folder)
+    } catch {
+      preparedPartialFolders.remove(ByteString(folder))
+      throw TransferFailure.system(errno: error.code, doing: "make the partial_dir \(folder)")
+    }
+  }
+
+  /// `partial_dir:` folders made in this run.
+  private var preparedPartialFolders: Set<ByteString> = []
+
   /// Folders made and checked (inside their session's dest) in this run, by their bytes: the NFC
   /// and NFD spellings of a folder are two folders.
   private var preparedFolders: Set<ByteString> = []
@@ -143,10 +160,13 @@ final class FilePlacer {
     return String(cString: resolved)
   }
 
-  /// Copies `source` to `path` through a partial file and a rename; the copy takes the
-  /// modification time `modified` (seconds) before it is renamed into place, when given.
-  static func copy(_ source: String, to path: String, modified: Int64? = nil) throws(TransferFailure) {
-    let partial = Plan.partialPath(of: path)
+  /// Copies `source` to `path` through the partial file `partial` and a rename; the copy takes
+  /// the modification time `modified` (seconds) before it is renamed into place, when given.
+  static func copy(
+    _ source: String, to path: String, through partial: String, modified: Int64? = nil
+  )
+    throws(TransferFailure)
+  {
     let input = open(source, O_RDONLY | O_CLOEXEC)
     guard input >= 0 else { throw TransferFailure.system(errno: errno, doing: "read \(source)") }
     defer { Glibc.close(input) }

@@ -80,6 +80,7 @@ final class JobBuilder: TransferJobSource {
     if let owner {
       do throws(TransferFailure) {
         try placer.prepare(owner.path, for: owner.task)
+        try placer.preparePartialFolder(for: owner.task)
       } catch {
         job.failure = error
       }
@@ -147,12 +148,13 @@ final class JobBuilder: TransferJobSource {
     let ownerTask = plan.owner(of: request)
     if let task = ownerTask, let path = plan.absoluteDestination(of: task) {
       owner = (task, path)
+      let partial = plan.partialPath(of: path, session: Int(task.session))
       if let rule = plan.becomeDownload(of: task) {
         target = .memory(
           limit: Runner.dataMemoryLimit,
-          spill: .init(contentTypes: rule.contentTypes, largerThan: rule.largerThan, path: Plan.partialPath(of: path)))
+          spill: .init(contentTypes: rule.contentTypes, largerThan: rule.largerThan, path: partial))
       } else {
-        target = .file(Plan.partialPath(of: path))
+        target = .file(partial)
       }
     } else {
       target = .memory(limit: Runner.dataMemoryLimit, spill: nil)
@@ -208,6 +210,7 @@ final class JobBuilder: TransferJobSource {
     {
       spec.expectedDigest = digest
     }
+    spec.listedSize = plan.listedSize(of: request)
     if let owner = ownerTask, case .task(let task) = plan.entry(of: owner) {
       spec.segments = task.segments ?? spec.segments
       if spec.segments > 1 {

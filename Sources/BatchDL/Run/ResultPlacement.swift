@@ -49,7 +49,7 @@ extension RunBookkeeper {
         continue
       }
       let path = plan.absolute(destination)
-      if let source = result.file, source == Plan.partialPath(of: path) {
+      if let source = result.file, source == plan.partialPath(of: path, session: Int(task.session)) {
         owner = (task, path, outcome)
         continue
       }
@@ -59,7 +59,8 @@ extension RunBookkeeper {
         let kept = keptTime(task, result)
         // The time goes on before the file is in place: a reader never sees it with another.
         if let source = result.file {
-          try FilePlacer.copy(source, to: path, modified: kept)
+          try FilePlacer.copy(
+            source, to: path, through: plan.partialPath(of: path, session: Int(task.session)), modified: kept)
         } else {
           written = try placer.write(result.body ?? [], to: path, folder: folder, naming: destination, modified: kept)
         }

@@ -167,7 +167,11 @@ final class RunBookkeeper: TransferObserver {
       requestsPerSession[Int(request.session), default: 0] += 1
     }
     // What the run sends: a request the state or the HTTP cache answered is not one.
-    report.requests = jobRequests.count
+    report.requests = jobRequests.count + plan.descriptorRequests
+    // A session's documents are its requests too (`session_finished`, `--metrics`, on_finished).
+    for (session, sent) in plan.descriptorRequestsPerSession { requestsPerSession[session, default: 0] += sent }
+    report.descriptorRequests = plan.descriptorRequests
+    display.plannedBytes = expectedBytes(of: jobRequests)
     // A dependency that is unchanged is already satisfied.
     let waits = jobRequests.map { index in
       plan.requests[Int(index)].dependencies.compactMap {
@@ -209,6 +213,25 @@ final class RunBookkeeper: TransferObserver {
       }
     }
     return blocked
+  }
+
+  /// The bytes `requests` are expected to bring (their owners' pinned or listed sizes); nil when
+  /// one has none.
+  private func expectedBytes(of requests: [Int32]) -> Int64? {
+    var total: Int64 = 0
+    for index in requests {
+      let request = plan.requests[Int(index)]
+      guard let size = plan.expectedSize(of: plan.owner(of: request) ?? plan.tasks(of: request).firstTask) else {
+        return nil
+      }
+      total = total.addingReportingOverflow(size.bytes).overflow ? .max : total + size.bytes
+    }
+    return total
+  }
+
+  /// The run's engine sent `sent` requests: with the descriptors', the report's `requests`.
+  func countSent(_ sent: Int) {
+    report.requests = sent + plan.descriptorRequests
   }
 
   /// Records the tasks of the jobs a signal stopped as `cancelled`, with the time they spent.
@@ -298,7 +321,8 @@ final class RunBookkeeper: TransferObserver {
         results.append(result)
       }
     }
-    report.requests = 0
+    report.requests = plan.descriptorRequests
+    report.descriptorRequests = plan.descriptorRequests
     report.notRun = (ExitStatus.stateUnusable.rawValue, redactor.text(error.description))
     try? writeReports()
   }
@@ -307,6 +331,7 @@ final class RunBookkeeper: TransferObserver {
   private var summary: RunSummary {
     var summary = results.summary
     summary.requests = report.requests
+    summary.descriptorRequests = report.descriptorRequests
     return summary
   }
 

@@ -34,21 +34,30 @@ extension RunBookkeeper {
     return adopted
   }
 
-  /// Removes the partial files under `root` of requests the plan no longer makes (a download
-  /// interrupted on a night before upstream dropped its file), with their checkpoints: they are
-  /// batchdl's own files, and no later run would resume them.
-  private func removeStalePartials(root: String) {
+  /// Removes the partial files under `root` (the session's `dest`) or in the session's
+  /// `partial_dir:` of requests the plan no longer makes (a download interrupted on a night before
+  /// upstream dropped its file), or that the plan now keeps elsewhere (`partial_dir:` set or
+  /// changed), with their checkpoints: they are batchdl's own files, and no later run would resume
+  /// them.
+  private func removeStalePartials(root: String, session: Int) {
     guard !prior.checkpoints.isEmpty else { return }
-    let current = Set(plan.requests.map { $0.key.description })
-    let prefix = root == "/" ? "/" : root + "/"
+    var current: [String: String?] = [:]
+    for request in plan.requests { current[request.key.description] = plan.partialPath(of: request) }
+    let roots = [root] + (plan.partialFolder(session: session).map { [$0] } ?? [])
     var removed: [String] = []
-    for (key, point) in prior.checkpoints where !current.contains(key) {
+    for (key, point) in prior.checkpoints {
       let partial = FileAccess.normalize(plan.absolute(point.partial))
-      guard partial.hasPrefix(prefix), partial.utf8.count > prefix.utf8.count else { continue }
-      if PruneFiles.removePartial(root: root, relative: String(partial.dropFirst(prefix.count))) {
-        display.note("pruned the partial file \(redactor.text(partial)) (no task fetches it any more)")
+      if let kept = current[key], kept.map({ $0.utf8.elementsEqual(partial.utf8) }) ?? false { continue }
+      for top in roots {
+        let prefix = top == "/" ? "/" : top + "/"
+        guard partial.hasPrefix(prefix), partial.utf8.count > prefix.utf8.count else { continue }
+        if PruneFiles.removePartial(root: top, relative: String(partial.dropFirst(prefix.count))) {
+          display.note("pruned the partial file \(redactor.text(partial)) (no task fetches it there any more)")
+        }
+        // A checkpoint of a request the plan still makes is the run's to keep or replace.
+        if current[key] == nil { removed.append(key) }
+        break
       }
-      removed.append(key)
     }
     recorder.forget(checkpoints: removed)
   }
@@ -128,7 +137,7 @@ extension RunBookkeeper {
           forgotten.append(deletion.path)
         }
       }
-      removeStalePartials(root: decision.root)
+      removeStalePartials(root: decision.root, session: index)
       outcome.deleted.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
       // With --quiet (a cron job's mail), the per-file lines above are not printed: one line
       // says what was deleted.

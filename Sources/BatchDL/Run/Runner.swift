@@ -148,6 +148,7 @@ public final class Runner {
     withExtendedLifetime(handler) {}
     defer { finished.close() }
     if let failure { throw failure }
+    if let engine { finished.countSent(engine.requestsSent) }
     let cancelled = engine?.isCancelled == true
     if cancelled, let engine { finished.recordCancelled(engine) }
     let status = try finished.finish(cancelled: cancelled)
