@@ -66,6 +66,8 @@ public struct Planner {
       descriptors: builder.descriptors, refusedFiles: builder.refusedFiles, unresolvedAfter: builder.unresolvedAfter,
       refusedRequests: builder.refusedRequests, publishedAfter: builder.publishWaits.mapValues { $0.sorted() })
     plan.sessionRoots = manifest.sessions.map { plan.sessionRoot(dest: $0.dest) }
+    plan.unverifiedRequests = builder.unverifiedRequests
+    plan.wantedSidecars = builder.wantedSidecars
     return plan
   }
 }
@@ -160,6 +162,12 @@ package struct PlanBuilder {
   package var checksumMatchers: [String: ChecksumMatcher] = [:]
   /// Bare names of checksum files (by key) that an earlier plan found several covered files have.
   package var knownSeveral: [String: Set<Int32>] = [:]
+  /// See `Plan.unverifiedRequests` and `Plan.wantedSidecars`.
+  package var unverifiedRequests: Set<Int32> = []
+  package var wantedSidecars: [SidecarWant] = []
+  package var wantedSidecarKeys = Set<String>()
+  /// The signature the last `checksumVerdict` found for the file (`signature: sidecar`).
+  package var lastSignature: SignaturePin?
   /// The `checksums:` that cover the lines of the `list:` entry being expanded.
   package var listChecksums: ChecksumSpec?
 
@@ -238,6 +246,8 @@ extension PlanBuilder {
       verdict = checksumVerdict(
         spec.checksums ?? session.checksums, url: normalized, relative: lastRelative, session: session,
         sessionIndex: sessionIndex, entryIndex: entryIndex, ownDigest: spec.sha256 != nil || spec.sha512 != nil)
+      // `unlisted: skip`: a file no checksum entry names is left out.
+      if verdict == .skip { return }
       if let salt = identitySalt(of: verdict) { salted.prefix.update(data: Array(salt.utf8)) }
     }
     if let sha512 = spec.sha512 {
