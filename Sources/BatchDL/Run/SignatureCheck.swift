@@ -206,7 +206,7 @@ public struct SignatureCheck: Sendable {
   }
 
   /// Finds gpgv and copies the keyring into a new private folder.
-  private func prepare(keyring: String) -> Result<GPGVRun, SignatureFailure> {
+  func prepare(keyring: String) -> Result<GPGVRun, SignatureFailure> {
     let path: String
     if let gpgv {
       guard FileManager.default.isExecutableFile(atPath: gpgv) else {
@@ -280,7 +280,7 @@ public struct SignatureCheck: Sendable {
 }
 
 /// One run of gpgv: its private folder (removed by `remove`) and the files in it.
-private struct GPGVRun {
+struct GPGVRun {
   let gpgv: String
   let folder: String
 
