@@ -15,6 +15,8 @@ extension ManifestDecoder {
   ///
   /// - `checksums:` is a path or URL, or a list of them; an item may be `{file: ..., signature: ...}`.
   /// - `signature:` beside `checksums:` signs the one checksum file given there.
+  /// - `checksums: sidecar` (with `signature: sidecar`) checks each file against its own sidecars
+  ///   (`sidecarSpec`); `unlisted:` says what a file no entry names gets.
   /// - `keyring:` is the OpenPGP keyring (a path) that must have made every signature; a checksum
   ///   file without `signature:` must then be clear-signed.
   package mutating func checksumSpec(_ node: YAMLNode) -> ChecksumSpec? {
