@@ -48,6 +48,10 @@ import Testing
       #expect(fixture.holds("out/b.txt", Array("beta\n".utf8)))
       #expect(tasks["out/b.txt"]?["outcome"] as? String == "completed", "\(tasks)")
       #expect(tasks["out/b.txt"]?["verified"] as? Bool == false, "\(tasks)")
+      // `plan` says so before the run, from the stored copy.
+      let plan = try BinaryRunner.run(["plan", "manifest.yaml", "--offline"], in: fixture.folder.path)
+      let line = plan.stdout.split(separator: "\n").first { $0.contains("/pub/b.txt") } ?? ""
+      #expect(line.contains("no upstream digest (unlisted: fetch)"), "\(plan.stdout)\(plan.stderr)")
     case "skip":
       #expect(outcome.status == 0, "\(outcome.stdout)\(outcome.stderr)")
       #expect(tasks["out/b.txt"] == nil, "\(tasks)")
