@@ -53,6 +53,13 @@ extension PlanBuilder {
       }
     } else {
       // No copy to read (`plan --offline` before any run): not checked in this plan.
+      if weakWarned.insert("sidecar\n\(sessionIndex)").inserted {
+        partial = true
+        diagnostics.warning(
+          session.mark,
+          "no stored copy of the sidecar checksum files of some files (\(checksum.display)): they are not checked in this plan; 'batchdl plan' (without --offline) or 'batchdl run' fetches them"
+        )
+      }
       return .none
     }
     if spec.signatureSidecar, let signature = found.signature {

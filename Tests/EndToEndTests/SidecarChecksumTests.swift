@@ -205,6 +205,9 @@ import Testing
       #expect(outcome.status == 0, "\(outcome.stdout)\(outcome.stderr)")
       #expect(fixture.holds("a.bin", FileResource.versionBytes(1, length: 1000)))
       #expect(tasks["a.bin"]?["verified"] as? Bool == false, "\(tasks)")
+      // Offline, with no sidecar stored, `plan` says the file is not checked.
+      let plan = try BinaryRunner.run(["plan", "manifest.yaml", "--offline"], in: fixture.folder.path)
+      #expect(plan.stderr.contains("no stored copy of the sidecar checksum files"), "\(plan.stdout)\(plan.stderr)")
     case "skip":
       #expect(outcome.status == 0, "\(outcome.stdout)\(outcome.stderr)")
       #expect(tasks["a.bin"] == nil, "\(tasks)")
