@@ -149,8 +149,8 @@ import Testing
     #expect(sidecars.count == 30 && sidecars.allSatisfy { $0["outcome"] as? String == "not-modified" }, "\(second)")
   }
 
-  /// A sidecar whose hash is not the file's: `checksum-mismatch`, nothing placed; a sidecar that
-  /// names another file gives no digest.
+  /// A sidecar whose hash is not the file's: `checksum-mismatch`, nothing placed. A file with no
+  /// `.sha256` (404) is checked with its `.sha512` (BSD form).
   @Test func aWrongSidecarPlacesNothing() throws {
     let fixture = try RunFixture()
     fixture.server.route("/pub/a.bin", .file(.version(1, length: 1000)))
