@@ -1,9 +1,9 @@
 import BatchDLSupport
 
-/// `checksums:`, `signature:` and `keyring:` (on a session, a download task, a `list:` or an
+/// `checksums:`, `signature:`, `keyring:` and `unlisted:` (on a session, a download task, a `list:` or an
 /// `index:` entry), and the `index:` entry itself.
 extension ManifestDecoder {
-  package static let checksumKeys = ["checksums", "signature", "keyring"]
+  package static let checksumKeys = ["checksums", "signature", "keyring", "unlisted"]
   package static let checksumItemKeys = ["file", "signature"]
   package static let indexKeys =
     ["index", "include", "exclude", "depth", "to", "headers", "priority", "after", "preserve_mtime", "max_size"]
@@ -15,11 +15,13 @@ extension ManifestDecoder {
   ///
   /// - `checksums:` is a path or URL, or a list of them; an item may be `{file: ..., signature: ...}`.
   /// - `signature:` beside `checksums:` signs the one checksum file given there.
+  /// - `checksums: sidecar` (with `signature: sidecar`) checks each file against its own sidecars
+  ///   (`sidecarSpec`); `unlisted:` says what a file no entry names gets.
   /// - `keyring:` is the OpenPGP keyring (a path) that must have made every signature; a checksum
   ///   file without `signature:` must then be clear-signed.
   package mutating func checksumSpec(_ node: YAMLNode) -> ChecksumSpec? {
     guard let list = node["checksums"] else {
-      for key in ["signature", "keyring"] {
+      for key in ["signature", "keyring", "unlisted"] {
         if let value = node[key] {
           diagnostics.error(
             value.mark, "'\(key):' checks the checksum files that 'checksums:' names here, and none is given")
@@ -27,6 +29,7 @@ extension ManifestDecoder {
       }
       return nil
     }
+    if Self.isSidecar(list) { return sidecarSpec(node, checksums: list) }
     var files: [ChecksumSource] = []
     switch list.content {
     case .sequence(let items):
@@ -48,7 +51,12 @@ extension ManifestDecoder {
     default:
       if let source = checksumLocation(list, what: "checksums") { files.append(source) }
     }
-    if let signature = node["signature"] {
+    if let signature = node["signature"], Self.isSidecar(signature) {
+      diagnostics.error(
+        signature.mark,
+        "signature: sidecar checks each file's own NAME.asc or NAME.sig, and goes with checksums: sidecar; a checksum file's signature is its path or URL"
+      )
+    } else if let signature = node["signature"] {
       if files.count == 1 && files[0].signature == nil {
         sign(&files[0], with: signature)
       } else if files.count > 1 {
@@ -61,6 +69,7 @@ extension ManifestDecoder {
       }
     }
     var spec = ChecksumSpec(files: files, mark: list.mark)
+    if let unlisted = unlisted(node) { spec.unlisted = unlisted }
     if let keyring = node["keyring"] {
       if let path = string(keyring, what: "keyring", expand: .plain) {
         if path.isEmpty || path.contains("://") {

@@ -320,6 +320,14 @@ public struct ChecksumSpec: Hashable, Sendable {
   public var keyring: String?
   public var keyringMark: SourceMark?
   public var mark: SourceMark
+  /// `unlisted:`: what a covered file no entry names gets.
+  public var unlisted = UnlistedFiles.fail
+  /// `checksums: sidecar`: each file is checked against its own `NAME.sha256` or `NAME.sha512`
+  /// (`files` is then empty).
+  public var sidecar = false
+  /// `signature: sidecar` (with `checksums: sidecar` and `keyring:`): each file is checked against
+  /// its own detached `NAME.asc` or `NAME.sig`.
+  public var signatureSidecar = false
 
   public init(files: [ChecksumSource], keyring: String? = nil, keyringMark: SourceMark? = nil, mark: SourceMark) {
     self.files = files

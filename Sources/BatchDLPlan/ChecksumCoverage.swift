@@ -18,6 +18,10 @@ extension PlanBuilder {
     case digest(ExpectedDigest, others: [ExpectedDigest], byFileName: Bool)
     /// Fails before it is sent: `checksum-missing`, `signature` or `descriptor`.
     case fail(DocumentFailure)
+    /// No entry names it and `unlisted: fetch`: fetched without an upstream digest.
+    case unverified
+    /// No entry names it and `unlisted: skip`: left out of the plan.
+    case skip
   }
 
   /// The verdict for a download of `url` at `relative` (its destination relative to the session's
@@ -28,7 +32,12 @@ extension PlanBuilder {
     entryIndex: Int, ownDigest: Bool = false
   ) -> ChecksumVerdict {
     lastCoverage = []
+    lastSignature = nil
     guard let spec else { return .none }
+    if spec.sidecar {
+      return sidecarVerdict(
+        spec, url: url, session: session, sessionIndex: sessionIndex, entryIndex: entryIndex, ownDigest: ownDigest)
+    }
     for source in spec.files {
       if let signature = source.signature, source.signatureIsURL {
         lastCoverage.append(documentKey(signature))
@@ -78,12 +87,20 @@ extension PlanBuilder {
         digest, others: combined.entries.dropFirst().map(\.digest), byFileName: combined.rule == .fileName)
     }
     let covering = documents.compactMap(\.1?.display).joined(separator: ", ")
-    return .fail(
-      DocumentFailure(
-        code: .checksumMissing,
-        message: redactor.text(
-          "no usable entry in the checksum file\(documents.count == 1 ? "" : "s") \(covering): \(combined.message); add the file's sha256: to the task, or leave it out of checksums:"
-        )))
+    let unnamed: Bool
+    switch combined {
+    case .none, .ambiguous: unnamed = true
+    default: unnamed = false
+    }
+    let hint =
+      unnamed
+      ? unlistedHint(spec, sessionIndex: sessionIndex, entryIndex: entryIndex) : ownDigestHint(sessionIndex, entryIndex)
+    let failure = DocumentFailure(
+      code: .checksumMissing,
+      message: redactor.text(
+        "no usable entry in the checksum file\(documents.count == 1 ? "" : "s") \(covering): \(combined.message); \(hint)"
+      ))
+    return unnamed ? unlisted(spec, failure) : .fail(failure)
   }
 
   /// A download of `url` at `relative` as the checksum file `document` covers it: its path
@@ -126,13 +143,22 @@ extension PlanBuilder {
       for document in lastCoverage { coveredByDocument[document, default: []].append(tasks[Int(task)].request) }
     }
     switch verdict {
-    case .none:
+    case .none, .skip:
       break
+    case .unverified:
+      unverifiedRequests.insert(tasks[Int(task)].request)
+      if let signature = lastSignature, Int(task) == before {
+        var expectation = TaskExpectation(size: size)
+        expectation.signature = signature
+        tasks[Int(task)].expectation = Int32(expectations.count)
+        expectations.append(expectation)
+      }
     case .digest(let digest, let others, _):
       guard Int(task) == before else { return }
       tasks[Int(task)].expectation = Int32(expectations.count)
       var expectation = TaskExpectation(size: size, digest: digest)
       expectation.otherDigests = others
+      expectation.signature = lastSignature
       expectations.append(expectation)
     case .fail(let failure):
       let request = tasks[Int(task)].request

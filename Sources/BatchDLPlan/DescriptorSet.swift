@@ -15,6 +15,8 @@ public struct FetchedDocument: Sendable {
   /// The URL the body came from after redirects, when it is not the one asked for: what an index
   /// page's relative links resolve against.
   public var finalURL: String?
+  /// The server answered 404 or 410: there is no such document (a sidecar that is not there).
+  public var notFound = false
 
   public init(
     outcome: DescriptorOutcome, body: [UInt8]? = nil, problem: String? = nil, contentType: String? = nil,
@@ -41,6 +43,8 @@ public struct DescriptorSet: Sendable {
   public var requestsSent = 0
   /// Of `requestsSent`, by the index of the session each was sent for.
   public var requestsPerSession: [Int: Int] = [:]
+  /// The sidecars of downloads `checksums: sidecar` covers, by `key(of:for:in:)` of the file's URL.
+  public var sidecars: [String: SidecarPair] = [:]
 
   /// Where a document fetched for `session` is kept: one fetch per URL and connection identity
   /// (`Session.connectionIdentity`), so that sessions that trust other things never share one.

@@ -124,6 +124,7 @@ extension PlanBuilder {
       let verdict = checksumVerdict(
         spec.checksums ?? session.checksums, url: normalized, relative: lastRelative, session: session,
         sessionIndex: sessionIndex, entryIndex: entryIndex)
+      if verdict == .skip { continue }
       var salted = context
       let fingerprint = file.entry.fingerprint
       if !fingerprint.isEmpty { salted.prefix.update(data: Array("listed:\(fingerprint)\n".utf8)) }

@@ -194,6 +194,7 @@ extension PlanBuilder {
       verdict = checksumVerdict(
         listChecksums, url: normalized, relative: lastRelative, session: session,
         sessionIndex: Int(context.session), entryIndex: Int(context.entry), ownDigest: expectation.digest != nil)
+      if verdict == .skip { return }
       if let salt = identitySalt(of: verdict) { salted.prefix.update(data: Array(salt.utf8)) }
     }
     let sha256 = expectation.digest.flatMap { $0.algorithm == .sha256 ? $0.hex : nil } ?? content(of: verdict)

@@ -71,6 +71,9 @@ public struct TaskExpectation: Hashable, Sendable {
   /// The digests of the other algorithms the checksum files give for the file (`digest` is the
   /// one preferred): each is checked on the finished file too, before it is put in place.
   public var otherDigests: [ExpectedDigest] = []
+  /// The file's own detached signature (`signature: sidecar`): checked with gpgv on the finished
+  /// file, before it is put in place.
+  public var signature: SignaturePin?
 
   public init(size: Int64? = nil, digest: ExpectedDigest? = nil, pieces: MetalinkPieces? = nil) {
     self.size = size
@@ -81,7 +84,9 @@ public struct TaskExpectation: Hashable, Sendable {
   /// The expected SHA-256 (what every download computes as it goes), when that is the digest.
   public var sha256: String? { digest?.algorithm == .sha256 ? digest?.hex : nil }
 
-  public var isEmpty: Bool { size == nil && digest == nil && pieces == nil && otherDigests.isEmpty }
+  public var isEmpty: Bool {
+    size == nil && digest == nil && pieces == nil && otherDigests.isEmpty && signature == nil
+  }
 }
 
 /// What became of a document a `metalink:` entry names by URL, fetched before planning.
@@ -188,6 +193,12 @@ public struct Plan: Sendable {
   /// not signed as `keyring:` requires (`signature`). Whatever waits for them fails with
   /// `dependency`.
   public var refusedRequests: [Int32: DocumentFailure] = [:]
+  /// Requests fetched without an upstream digest although `checksums:` covers them (`unlisted:
+  /// fetch`): their tasks are reported `"verified": false`.
+  public var unverifiedRequests: Set<Int32> = []
+  /// Downloads covered by `checksums: sidecar` whose sidecars the descriptors did not hold: the
+  /// command fetches them and plans again (`SidecarWant`).
+  public var wantedSidecars: [SidecarWant] = []
   /// Publish order, over the whole manifest: a request that mirrors a document (a checksum file,
   /// its signature, an index page) → the requests of the files the document covers. It is placed
   /// only after them, and only when none of them failed in the run (`Publication`).

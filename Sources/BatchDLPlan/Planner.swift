@@ -70,6 +70,8 @@ public struct Planner {
     plan.listedSizes = builder.listedSizes
     plan.sessionRoots = manifest.sessions.map { plan.sessionRoot(dest: $0.dest) }
     plan.partialFolders = manifest.sessions.indices.map { plan.partialFolder(session: $0) }
+    plan.unverifiedRequests = builder.unverifiedRequests
+    plan.wantedSidecars = builder.wantedSidecars
     return plan
   }
 }
@@ -168,6 +170,12 @@ package struct PlanBuilder {
   package var checksumMatchers: [String: ChecksumMatcher] = [:]
   /// Bare names of checksum files (by key) that an earlier plan found several covered files have.
   package var knownSeveral: [String: Set<Int32>] = [:]
+  /// See `Plan.unverifiedRequests` and `Plan.wantedSidecars`.
+  package var unverifiedRequests: Set<Int32> = []
+  package var wantedSidecars: [SidecarWant] = []
+  package var wantedSidecarKeys = Set<String>()
+  /// The signature the last `checksumVerdict` found for the file (`signature: sidecar`).
+  package var lastSignature: SignaturePin?
   /// The `checksums:` that cover the lines of the `list:` entry being expanded.
   package var listChecksums: ChecksumSpec?
 
@@ -246,6 +254,8 @@ extension PlanBuilder {
       verdict = checksumVerdict(
         spec.checksums ?? session.checksums, url: normalized, relative: lastRelative, session: session,
         sessionIndex: sessionIndex, entryIndex: entryIndex, ownDigest: spec.sha256 != nil || spec.sha512 != nil)
+      // `unlisted: skip`: a file no checksum entry names is left out.
+      if verdict == .skip { return }
       if let salt = identitySalt(of: verdict) { salted.prefix.update(data: Array(salt.utf8)) }
     }
     if let sha512 = spec.sha512 {

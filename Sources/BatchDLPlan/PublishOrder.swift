@@ -46,7 +46,7 @@ extension PlanBuilder {
       size = spec.size
     }
     switch pin {
-    case .none:
+    case .none, .unverified, .skip:
       break
     case .digest(let digest, _, _):
       tasks[index].expectation = Int32(expectations.count)

@@ -103,6 +103,7 @@ public struct PlanListing {
         text += reason
         text += ", "
       }
+      if plan.unverifiedRequests.contains(index) { text += "no upstream digest (unlisted: fetch), " }
       text += "session "
       text += sessionName(request.session)
       if request.priority != .normal { text += ", \(request.priority.rawValue) priority" }
@@ -279,6 +280,7 @@ public struct PlanListing {
       }
       text += "],\"url\":"
       JSON.quote(redactor.url(plan.url(of: request)), into: &text)
+      if plan.unverifiedRequests.contains(index) { text += ",\"verified\":false" }
       text += "}"
       if text.utf8.count >= 1 << 16 {
         out.write(text)

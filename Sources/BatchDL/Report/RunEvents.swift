@@ -122,6 +122,9 @@ public struct TaskResult: Sendable {
   public var sources: [SourceBytes] = []
   /// `all-sources-failed`: each source's last error (URLs and messages masked).
   public var sourceErrors: [SourceFailure] = []
+  /// False for a download fetched without an upstream digest although `checksums:` covers it
+  /// (`unlisted: fetch`); nil otherwise (not written).
+  public var verified: Bool?
 
   public init(
     id: String, session: String, kind: TaskKind, url: String, to: String?, outcome: TaskOutcome, status: Int? = nil,
@@ -166,6 +169,7 @@ public struct TaskResult: Sendable {
     if let size { fields["size"] = .int(size) }
     if let sha256 { fields["sha256"] = .string(sha256) }
     if let source { fields["source"] = .string(source) }
+    if let verified { fields["verified"] = .bool(verified) }
     if let error {
       var object: [String: JSON] = ["code": .string(error.code), "message": .string(error.message)]
       if !sourceErrors.isEmpty {

@@ -207,6 +207,8 @@ final class DescriptorFetch: TransferJobSource, TransferObserver {
     case body([UInt8], etag: String?, lastModified: String?, contentType: String?, finalURL: String?)
     case notModified
     case failed(String)
+    /// The server answered 404 or 410.
+    case notFound(String)
   }
 
   private let requests: [DescriptorRequest]
@@ -251,6 +253,8 @@ final class DescriptorFetch: TransferJobSource, TransferObserver {
           result.body ?? [], etag: kept(result.head["etag"]), lastModified: kept(result.head["last-modified"]),
           contentType: kept(result.head["content-type"]),
           finalURL: result.effectiveURL == request.url ? nil : result.effectiveURL)
+      case .failure(let failure) where failure.status == 404 || failure.status == 410:
+        return .notFound(failure.message)
       case .failure(let failure):
         return .failed(failure.message)
       case nil:

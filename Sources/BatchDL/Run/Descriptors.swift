@@ -310,6 +310,10 @@ public enum Descriptors {
       if let stored { return stored.document(.notModified) }
       return FetchedDocument(
         outcome: .failed, problem: "the server answered 304 Not Modified, but no copy is stored; run again")
+    case .notFound(let message):
+      var document = settle(.failed(message), stored: stored, masked: masked, files: files, redactor: redactor)
+      document.notFound = true
+      return document
     case .failed(let message):
       let masked = redactor.text(message)
       // Upstream could not be read: the stored copy still plans the tasks it lists (they stay as

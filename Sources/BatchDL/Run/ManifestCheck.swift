@@ -23,9 +23,17 @@ public enum ManifestCheck {
       descriptors = Descriptors.prepare(
         manifest, state: StateFolder(option: state, manifest: manifest), mode: mode, fetching: fetching)
     }
+    let stateFolder = StateFolder(option: state, manifest: manifest)
+    let plan = try Planner().plan(
+      manifest, warnings: diagnostics, descriptors: descriptors, stateFolder: stateFolder.path, outputs: outputs)
+    // `checksums: sidecar`: the files are known now; their sidecars are fetched, and the plan made
+    // again with them.
+    guard !plan.wantedSidecars.isEmpty, var withSidecars = descriptors else { return plan }
+    Descriptors.prepareSidecars(
+      plan.wantedSidecars, manifest: manifest, state: stateFolder, mode: mode, fetching: fetching,
+      into: &withSidecars)
     return try Planner().plan(
-      manifest, warnings: diagnostics, descriptors: descriptors,
-      stateFolder: StateFolder(option: state, manifest: manifest).path, outputs: outputs)
+      manifest, warnings: diagnostics, descriptors: withSidecars, stateFolder: stateFolder.path, outputs: outputs)
   }
 
   /// Prints diagnostics as `FILE:LINE:COLUMN: severity: message`, then a count of errors.

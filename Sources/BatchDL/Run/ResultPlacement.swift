@@ -114,6 +114,7 @@ extension RunBookkeeper {
     for digest in expected.otherDigests {
       if let failure = BodyCheck(digest: digest).failure(of: result, by: .placement) { return failure }
     }
+    if let signature = expected.signature { return SidecarSignature.failure(of: result, signature) }
     return nil
   }
 

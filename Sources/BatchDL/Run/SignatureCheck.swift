@@ -206,7 +206,7 @@ public struct SignatureCheck: Sendable {
   }
 
   /// Finds gpgv and copies the keyring into a new private folder.
-  private func prepare(keyring: String) -> Result<GPGVRun, SignatureFailure> {
+  func prepare(keyring: String) -> Result<GPGVRun, SignatureFailure> {
     let path: String
     if let gpgv {
       guard FileManager.default.isExecutableFile(atPath: gpgv) else {

@@ -54,6 +54,7 @@ extension RunBookkeeper {
       to: described ? plan.destination(of: task).map { redactor.text($0) } : nil,
       outcome: .failed, seconds: jobTimes?.ended ?? offset(Engine.now()), task: task)
     result.started = jobTimes?.started
+    if task.request >= 0, plan.unverifiedRequests.contains(task.request) { result.verified = false }
     return result
   }
 
