@@ -17,9 +17,9 @@ import time
 from .life import Options, Simulation
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# The seeds every test run (scripts/test) lives through, 6 nights each: about 2 minutes with a
-# debug build on 2 cores.
-CI_SEEDS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+# The seeds every test run (scripts/test) lives through, 6 nights each: under 3 minutes with a
+# debug build on 2 cores. Seeds that find an open defect of the binary are in regressions.txt.
+CI_SEEDS = [s for s in range(1, 51) if s not in (15, 21)]
 CI_NIGHTS = 6
 
 
