@@ -13,10 +13,26 @@ import time
 
 from . import invariants as inv
 from .manifest import Manifest
-from .server import Faults, Server
+from .server import Faults, Server, Trap
 from .upstream import Upstream, sha256
 
 TIMEOUT = 120  # seconds a run may take before it counts as hung
+
+
+def wait_idle(pid, bound=5.0):
+    """Waits until process `pid` uses no CPU for 150 ms (it has handled every answer it got and
+    waits for the held ones), at most `bound` seconds."""
+    last, quiet, deadline = None, 0, time.time() + bound
+    while quiet < 3 and time.time() < deadline:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return
+        used = int(fields[11]) + int(fields[12])
+        quiet = quiet + 1 if used == last else 0
+        last = used
+        time.sleep(0.05)
 
 
 class Options:
@@ -221,19 +237,21 @@ class Simulation:
             for p in rng.sample(paths, min(len(paths), rng.randint(1, 3))):
                 faults.reset[p] = rng.choice([1, 1, 2, -1])
             self.persistent_resets = {p for p, n in faults.reset.items() if n < 0}
-        roll, delay = rng.random(), rng.uniform(0.05, 1.5)
+        # A kill lands when the server sees its Nth request (N from the seed), not after a delay:
+        # what the run has done by then is the same on a slow machine and a fast one.
+        roll, at = rng.random(), rng.randint(1, len(u.documents()) + len(u.folders()))
         event = (None if roll >= 0.32 else "kill" if roll < 0.08 else "term" if roll < 0.14
-                 else "twice" if roll < 0.2 else "wipe-state" if roll < 0.26 else "damage-state", delay)
+                 else "twice" if roll < 0.2 else "wipe-state" if roll < 0.26 else "damage-state", at)
         if not self.opts.faults:
             fault, self.server.faults = None, Faults()
             self.mirror.faults = self.server.faults
         if not self.opts.kills:
-            event = (None, delay)
+            event = (None, at)
         night.events = [x for x in (fault, event[0]) if x]
         return fault, event
 
     def run_night(self, night, event, rng):
-        kind, delay = event
+        kind, at = event
         state = os.path.join(self.home, ".batchdl")
         if kind == "wipe-state":
             shutil.rmtree(state, ignore_errors=True)
@@ -251,10 +269,18 @@ class Simulation:
                                                   ", ".join(e["path"] for e in self.server.log[sent:sent + 3]))))
             self.start(night, "cache clear", ["cache", "clear", "--yes", self.manifest_path]).wait()
         if kind in ("kill", "term"):
-            proc = self.start(night, "run (to be signalled)")
-            time.sleep(delay)
-            proc.signal(signal.SIGKILL if kind == "kill" else signal.SIGTERM)
-            rc = proc.wait()
+            started, procs = threading.Event(), []
+
+            def fire():  # in the server's thread, on the at-th request: the run is then idle
+                started.wait(10)
+                wait_idle(procs[0].popen.pid)
+                procs[0].signal(signal.SIGKILL if kind == "kill" else signal.SIGTERM)
+
+            self.server.faults.trap = Trap(at, fire)
+            procs.append(self.start(night, "run (to be signalled)"))
+            started.set()
+            rc = procs[0].wait()
+            self.server.faults.trap = None
             if kind == "term" and rc not in (0, 1, 3, 6) and rc >= 0:
                 night.extra_violations.append((8, "SIGTERM: exit %d, want 3" % rc))
         if kind == "twice":
