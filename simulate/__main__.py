@@ -81,7 +81,7 @@ def live(seed, opts, keys, workdir, verbose=False):
                 sim.upstream.style,
                 "signed " + sim.upstream.sums_name if sim.upstream.signed else sim.upstream.sums_name,
                 ", ".join("%s(%s, dest %s, %s)" % (x.name, x.kind, x.dest, "+".join(t.kind for t in x.tasks))
-                          for x in s)))
+                          for x in s)) + (" in %d shards" % sim.manifest.shards if sim.manifest.shards else ""))
         for number in range(opts.nights):
             night, violations = sim.night(number)
             if verbose:

@@ -82,12 +82,17 @@ class Night:
         self.processes, self.extra_violations, self.changes, self.events = [], [], [], []
         self.rc, self.expected_rc, self.document_failed, self.log = None, False, None, []
         self.quiet = False  # no change, no fault, no event, and the night before exited 0
+        self.metrics = []  # (exit code, metrics file) of each run whose metrics count
 
     def report(self):
         return inv.report_json(os.path.join(self.sim.outputs, "report.json"))
 
     def report_tasks(self):
-        return (self.report() or {}).get("tasks", [])
+        """The tasks of the night's report and of the background workers' reports."""
+        workers = os.path.join(self.sim.home, ".batchdl", "workers")
+        extra = [os.path.join(workers, n) for n in sorted(os.listdir(workers))
+                 if n.endswith(".report.json")] if os.path.isdir(workers) else []
+        return [t for r in [self.report()] + [inv.report_json(p) for p in extra] for t in (r or {}).get("tasks", [])]
 
     def read_output(self, name):
         try:
@@ -115,7 +120,8 @@ class Simulation:
         self.lock = threading.Lock()
         self.server = Server(self.upstream, self.lock, "primary", self.secret)
         self.mirror = Server(self.upstream, self.lock, "mirror", self.secret)
-        self.manifest = Manifest(rng, self.upstream, self.home, abs_root, opts.grammar)
+        self.manifest = Manifest(rng, self.upstream, self.home, abs_root, opts.grammar,
+                                 random.Random("new %d" % seed))
         shutil.copy(keys.keyring, os.path.join(self.home, "keyring.gpg"))
         for path in (os.path.join(self.root, "canary", "a.txt"), os.path.join(abs_root, "canary.txt"),
                      os.path.join(self.home, "canary", "b.txt")):
@@ -175,10 +181,12 @@ class Simulation:
 
     # -- one night ---------------------------------------------------------------------------
 
-    def run_args(self, report="report.json"):
-        return ["run", self.manifest_path, "--report", os.path.join(self.outputs, report),
-                "--metrics", os.path.join(self.outputs, "batchdl.prom"),
-                "--events", os.path.join(self.outputs, "events.jsonl"), "--progress", "never"]
+    def run_args(self, report=None, shard=0):
+        names = self.names(shard)
+        args = ["run", self.manifest_path, "--report", os.path.join(self.outputs, report or names[0]),
+                "--metrics", os.path.join(self.outputs, names[1]),
+                "--events", os.path.join(self.outputs, names[2]), "--progress", "never"]
+        return args + (["--shard", "%d/%d" % (shard, self.manifest.shards)] if self.manifest.shards else [])
 
     def night(self, number):
         rng, u, night = self.rng, self.upstream, Night(self, number)
@@ -195,6 +203,9 @@ class Simulation:
         for path, (upath, s, t) in self.expected.items():
             checked = t.checksums and upath not in u.checksum_files()
             self.ever_map.setdefault(path, set()).add((upath, checked))
+        if number == 0 and self.start(night, "validate", ["validate", self.manifest_path]).wait() != 0:
+            night.extra_violations.append((0, "the generated manifest does not validate: %s"
+                                           % night.processes[-1].last_stderr()))
         before, canary_before = inv.mirror_files(self), self.canary()
         if fault == "down":
             self.server.stop()
@@ -296,9 +307,35 @@ class Simulation:
                 night.extra_violations.append((8, "two runs at once exited %d and %d: one must exit 4" % (night.rc, rc2)))
             if night.rc == 4:  # the second took the lock first: its run is the night's
                 night.rc = rc2
-                shutil.copy(os.path.join(self.outputs, "second.json"), os.path.join(self.outputs, "report.json"))
-            return
-        night.rc = self.start(night, "run").wait()
+                shutil.copy(os.path.join(self.outputs, "second.json"), os.path.join(self.outputs, self.names(0)[0]))
+        else:
+            night.rc = self.start(night, "run").wait()
+        night.rc = self.finish(night, night.rc)
+
+    def names(self, shard):
+        """The report, metrics and events files of a run (of one shard)."""
+        if not self.manifest.shards:
+            return "report.json", "batchdl.prom", "events.jsonl"
+        return "report-%d.json" % shard, "batchdl-%d.prom" % shard, "events-%d.jsonl" % shard
+
+    def finish(self, night, rc):
+        """The rest of a night after its (first shard's) run: the other shards one after the other
+        and the merge of their reports, or the wait for the background worker. Returns the night's
+        exit code: the first that is not 0."""
+        night.metrics = [(rc, self.names(0)[1])]
+        rcs = [rc]
+        for shard in range(1, self.manifest.shards):
+            rcs.append(self.start(night, "run shard %d" % shard, self.run_args(shard=shard)).wait())
+            night.metrics.append((rcs[-1], self.names(shard)[1]))
+        if self.manifest.shards:
+            reports = [os.path.join(self.outputs, self.names(i)[0]) for i in range(self.manifest.shards)]
+            merge = self.start(night, "report merge", ["report", "merge"] + reports +
+                               ["-o", os.path.join(self.outputs, "report.json")])
+            if merge.wait() != 0:
+                night.extra_violations.append((8, "report merge exited %d: %s" % (merge.rc, merge.last_stderr())))
+        if any(s.kind == "background" for s in self.manifest.sessions):
+            rcs.append(self.start(night, "wait", ["wait", self.manifest_path, "--timeout", str(TIMEOUT)]).wait())
+        return next((r for r in rcs if r != 0), 0)
 
     def start(self, night, what, args=None):
         proc = Process(self, what, args or self.run_args())
