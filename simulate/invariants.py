@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 
 from .upstream import sha256
 
@@ -134,6 +135,67 @@ def check_mirrored_sums(sim, before, after):
                         if algorithm(f.read()).hexdigest() != hexdigest:
                             yield 4, "the %s placed this night names %r with other bytes than the mirror's" % (
                                 u.sums_name, name)
+
+
+class Reader(threading.Thread):
+    """Invariant 4 during the run: a reader of the mirror that, over and over, reads each mirrored
+    checksum file the manifest checks with and each file it names. A file named must be there,
+    with the entry's bytes or those of upstream's current entry (a mirror updates a file before
+    the checksum file that names its new bytes; no mirror can swap both at once). What it saw
+    counts only if the checksum file is unchanged after the look."""
+
+    def __init__(self, sim, night):
+        super().__init__(daemon=True)
+        self.sim, self.night, self.stop, self.cache = sim, night, threading.Event(), {}
+        u = sim.upstream
+        self.algorithm = hashlib.sha256 if u.sums_name == "SHA256SUMS" else hashlib.sha512
+        self.current = dict(reversed(line.partition("  ")[::2]) for line in u.sums_text.decode(
+            "utf-8", "surrogateescape").splitlines())
+        self.watched = [(os.path.join(s.dest_path, t.to), t.depth) for s in sim.manifest.sessions
+                        for t in s.tasks if t.kind == "index" and t.checksums and not sim.manifest.shards]
+
+    def run(self):
+        while self.watched and not self.stop.wait(0.02):
+            for folder, depth in self.watched:
+                problem = self.look(folder, depth)
+                if problem:
+                    self.night.extra_violations.append((4, "during the run, " + problem))
+                    return
+
+    def digest(self, path):
+        st = os.stat(path)
+        key = (path, st.st_ino, st.st_size, st.st_mtime_ns)
+        if key not in self.cache:
+            with open(path, "rb") as f:
+                self.cache[key] = self.algorithm(f.read()).hexdigest()
+        return self.cache[key]
+
+    def look(self, folder, depth):
+        sums = os.path.join(folder, self.sim.upstream.sums_name)
+        try:
+            with open(sums, "rb") as f:
+                data = f.read()
+        except OSError:
+            return None
+        problem = None
+        for line in data.decode("utf-8", "surrogateescape").splitlines():
+            hexdigest, _, name = line.partition("  ")
+            if name.count("/") >= depth or ("/" not in name and name not in self.sim.upstream.files):
+                continue
+            try:
+                have = self.digest(os.path.join(folder, name))
+            except OSError:
+                problem = "the mirrored %s names %r, which the mirror lacks" % (self.sim.upstream.sums_name, name)
+                break
+            if have not in (hexdigest, self.current.get(name)):
+                problem = "the mirrored %s names %r with other bytes than the mirror's" % (
+                    self.sim.upstream.sums_name, name)
+                break
+        try:
+            with open(sums, "rb") as f:
+                return problem if f.read() == data else None
+        except OSError:
+            return None
 
 
 def check_prune(sim, night, before, after):

@@ -209,9 +209,13 @@ class Simulation:
         before, canary_before = inv.mirror_files(self), self.canary()
         if fault == "down":
             self.server.stop()
+        reader = inv.Reader(self, night)
+        reader.start()
         try:
             self.run_night(night, event, rng)
         finally:
+            reader.stop.set()
+            reader.join()
             if fault == "down":
                 self.server.start()
             self.server.faults = self.mirror.faults = Faults()
