@@ -3,6 +3,7 @@ server may fail, the run may be killed, signalled, doubled or find its state dam
 invariant is checked against the model (what upstream served, listed and signed).
 """
 
+import json
 import os
 import random
 import shutil
@@ -33,6 +34,24 @@ def wait_idle(pid, bound=5.0):
         quiet = quiet + 1 if used == last else 0
         last = used
         time.sleep(0.05)
+
+
+def can_mount(probe=[]):
+    """Whether this process may mount a tmpfs (root, outside a container that forbids it)."""
+    if not probe:
+        folder = subprocess.run(["mktemp", "-d"], capture_output=True, text=True).stdout.strip()
+        probe.append(bool(folder) and subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", folder], capture_output=True).returncode == 0)
+        if probe[0]:
+            subprocess.run(["umount", folder], capture_output=True)
+        if folder:
+            os.rmdir(folder)
+    return probe[0]
+
+
+def mount(folder, size, remount=False):
+    subprocess.run(["mount", "-t", "tmpfs", "-o", ("remount," if remount else "") + "size=%d" % size,
+                    "tmpfs", folder], check=True, capture_output=True)
 
 
 class Options:
@@ -128,6 +147,14 @@ class Simulation:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w") as f:
                 f.write("canary %d\n" % seed)
+        # A disk that fills: in some seeds the first session's dest is a tmpfs that holds half
+        # the tree on night 0, and all of it from night 1 on (root only; skipped where not allowed).
+        self.small_disk = None
+        if random.Random("disk %d" % seed).random() < 0.15 and opts.faults and can_mount():
+            pages = sum(len(data) // 4096 + 2 for data, _ in self.upstream.documents().values())
+            self.small_disk = self.manifest.sessions[0].dest_path
+            os.makedirs(self.small_disk, exist_ok=True)
+            mount(self.small_disk, max(8, pages // 2) * 4096)
         for s in self.manifest.sessions:
             os.makedirs(s.dest_path, exist_ok=True)
             with open(os.path.join(s.dest_path, inv.USER_FILE), "w") as f:
@@ -140,6 +167,8 @@ class Simulation:
     def close(self):
         self.server.stop()
         self.mirror.stop()
+        if self.small_disk:
+            subprocess.run(["umount", self.small_disk], capture_output=True)
         if not self.opts.keep:
             shutil.rmtree(self.root, ignore_errors=True)
 
@@ -220,6 +249,12 @@ class Simulation:
                 self.server.start()
             self.server.faults = self.mirror.faults = Faults()
         night.log = self.server.log + self.mirror.log
+        if self.small_disk and number == 1:  # with space again, nothing fails for want of it
+            for t in night.report_tasks():
+                why = json.dumps(t.get("error") or "")
+                if t.get("outcome") == "failed" and ("space" in why or "disk-full" in why):
+                    night.extra_violations.append((3, "the disk has space again, but %s failed: %s" % (
+                        t.get("id"), why[:120])))
         night.document_failed = self.document_failure(fault, night)
         after = inv.mirror_files(self)
         violations = list(inv.check_all(self, night, before, after, canary_before))
@@ -262,7 +297,13 @@ class Simulation:
             self.mirror.faults = self.server.faults
         if not self.opts.kills:
             event = (None, at)
-        night.events = [x for x in (fault, event[0]) if x]
+        if self.small_disk and night.number == 1:  # space again: the night must complete
+            mount(self.small_disk, 1 << 30, remount=True)
+            fault, event, self.server.faults = None, (None, at), Faults()
+            self.mirror.faults = self.server.faults
+        if self.small_disk and night.number == 0:
+            night.events.append("a small disk")
+        night.events += [x for x in (fault, event[0]) if x]
         return fault, event
 
     def run_night(self, night, event, rng):
