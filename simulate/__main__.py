@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 
+from . import nginx
 from .life import Options, Simulation
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -27,6 +28,7 @@ class Keys:
     """A throw-away signing key in a temporary GNUPGHOME, made once per simulation run."""
 
     def __init__(self, folder):
+        self.certificates = None  # the CA of nginx's certificate, when nginx is installed
         self.home = os.path.join(folder, "gnupg")
         os.makedirs(self.home, mode=0o700)
         self.keyring = os.path.join(folder, "keyring.gpg")
@@ -75,10 +77,10 @@ def live(seed, opts, keys, workdir, verbose=False):
     try:
         if verbose:
             s = sim.manifest.sessions
-            print("seed %d: %d files%s, %s listing, %s; sessions %s" % (
+            print("seed %d: %d files%s, %s listing%s, %s; sessions %s" % (
                 seed, len(sim.upstream.files),
                 " (some dated 2300)" if any(f.mtime >= 10413792000 for f in sim.upstream.files.values()) else "",
-                sim.upstream.style,
+                sim.upstream.style, " (nginx, HTTPS, HTTP/2)" if sim.nginx else "",
                 "signed " + sim.upstream.sums_name if sim.upstream.signed else sim.upstream.sums_name,
                 ", ".join("%s(%s, dest %s, %s)" % (x.name, x.kind, x.dest, "+".join(t.kind for t in x.tasks))
                           for x in s)) + (" in %d shards" % sim.manifest.shards if sim.manifest.shards else ""))
@@ -162,6 +164,7 @@ def main():
     with open(os.path.join(workdir, "pid"), "w") as f:
         f.write(str(os.getpid()))
     keys = Keys(workdir)
+    keys.certificates = nginx.Certificates(os.path.join(workdir, "ca")) if nginx.available() else None
     total_nights = total = 0
     started = time.time()
     try:

@@ -140,17 +140,16 @@ def check_mirrored_sums(sim, before, after):
 class Reader(threading.Thread):
     """Invariant 4 during the run: a reader of the mirror that, over and over, reads each mirrored
     checksum file the manifest checks with and each file it names. A file named must be there,
-    with the entry's bytes or those of upstream's current entry (a mirror updates a file before
-    the checksum file that names its new bytes; no mirror can swap both at once). What it saw
-    counts only if the checksum file is unchanged after the look."""
+    with the entry's bytes or bytes a later checksum file of upstream gave for it: a mirror
+    places a file before the checksum file that names its new bytes (no mirror swaps both at
+    once), and holds that checksum file back while another file fails. What it saw counts only
+    if the checksum file is unchanged after the look."""
 
     def __init__(self, sim, night):
         super().__init__(daemon=True)
         self.sim, self.night, self.stop, self.cache = sim, night, threading.Event(), {}
         u = sim.upstream
         self.algorithm = hashlib.sha256 if u.sums_name == "SHA256SUMS" else hashlib.sha512
-        self.current = dict(reversed(line.partition("  ")[::2]) for line in u.sums_text.decode(
-            "utf-8", "surrogateescape").splitlines())
         self.watched = [(os.path.join(s.dest_path, t.to), t.depth) for s in sim.manifest.sessions
                         for t in s.tasks if t.kind == "index" and t.checksums and not sim.manifest.shards]
 
@@ -187,7 +186,10 @@ class Reader(threading.Thread):
             except OSError:
                 problem = "the mirrored %s names %r, which the mirror lacks" % (self.sim.upstream.sums_name, name)
                 break
-            if have not in (hexdigest, self.current.get(name)):
+            history = self.sim.upstream.history.get(name, [])
+            ahead = hexdigest in history and have in history and history.index(hexdigest) < (
+                len(history) - 1 - history[::-1].index(have))
+            if have != hexdigest and not ahead:
                 problem = "the mirrored %s names %r with other bytes than the mirror's" % (
                     self.sim.upstream.sums_name, name)
                 break
@@ -277,7 +279,8 @@ def check_report(sim, night, after):
 def check_secret(sim, night):
     secret = sim.secret.encode()
     spellings = [secret, base64.b64encode(secret)]
-    for folder, _, files in os.walk(sim.root):
+    for folder, dirs, files in os.walk(sim.root):
+        dirs[:] = [d for d in dirs if os.path.join(folder, d) != os.path.join(sim.root, "nginx")]  # upstream's
         for name in files:
             path = os.path.join(folder, name)
             if os.path.islink(path) or not os.path.isfile(path):

@@ -13,7 +13,8 @@ import threading
 import time
 
 from . import invariants as inv
-from .manifest import Manifest
+from .manifest import SECRET_HEADER, Manifest
+from .nginx import Nginx
 from .server import Faults, Server, Trap
 from .upstream import Upstream, sha256
 
@@ -137,7 +138,17 @@ class Simulation:
         self.upstream.publish_sums()
         self.secret = "sim-secret-%016x" % rng.getrandbits(64)
         self.lock = threading.Lock()
-        self.server = Server(self.upstream, self.lock, "primary", self.secret)
+        # Part of the seeds are served by nginx over HTTPS and HTTP/2 (new grammar: `tls:`), which
+        # lists in its own style, always sends validators, and fails only by being down.
+        self.nginx = (random.Random("nginx %d" % seed).random() < 0.25 and opts.grammar == "new"
+                      and keys.certificates is not None)
+        if self.nginx:
+            self.upstream.style = "nginx-json" if self.upstream.style == "nginx-json" else "nginx"
+            self.upstream.validators = True
+            self.server = Nginx(self.upstream, os.path.join(self.root, "nginx"), keys.certificates,
+                                SECRET_HEADER)
+        else:
+            self.server = Server(self.upstream, self.lock, "primary", self.secret)
         self.mirror = Server(self.upstream, self.lock, "mirror", self.secret)
         self.manifest = Manifest(rng, self.upstream, self.home, abs_root, opts.grammar,
                                  random.Random("new %d" % seed))
@@ -186,7 +197,7 @@ class Simulation:
 
     def canary(self):
         skip = {s.dest_path for s in self.manifest.sessions} | {
-            os.path.join(self.home, ".batchdl"), self.outputs}
+            os.path.join(self.home, ".batchdl"), self.outputs, os.path.join(self.root, "nginx")}
         return {p: d for p, d in inv.tree(self.root, skip).items()
                 if not any(p.startswith(s + "/") for s in skip)}
 
@@ -227,6 +238,8 @@ class Simulation:
         fault, event = self.pick_faults(rng, night)
         night.quiet = self.previous_rc == 0 and not night.changes and not night.events
         self.manifest_path = self.manifest.write(self.server, self.mirror)
+        if self.nginx:
+            self.server.publish()
         u.record_served()
         self.expected = self.manifest.expected()
         for path, (upath, s, t) in self.expected.items():
@@ -261,8 +274,8 @@ class Simulation:
         for path, (upath, s, t) in self.expected.items():
             if after.get(path) == sha256(u.documents()[upath][0]):
                 self.last_good[path] = (self.visible(upath, t), after[path])
-        self.server.log.clear()
-        self.mirror.log.clear()
+        self.server.clear_log()
+        self.mirror.clear_log()
         self.previous_rc = night.rc
         return night, violations
 
@@ -292,8 +305,8 @@ class Simulation:
         roll, at = rng.random(), rng.randint(1, len(u.documents()) + len(u.folders()))
         event = (None if roll >= 0.32 else "kill" if roll < 0.08 else "term" if roll < 0.14
                  else "twice" if roll < 0.2 else "wipe-state" if roll < 0.26 else "damage-state", at)
-        if not self.opts.faults:
-            fault, self.server.faults = None, Faults()
+        if not self.opts.faults or (self.nginx and fault != "down"):
+            fault, self.server.faults, self.persistent_resets = None, Faults(), set()
             self.mirror.faults = self.server.faults
         if not self.opts.kills:
             event = (None, at)
@@ -332,9 +345,18 @@ class Simulation:
                 wait_idle(procs[0].popen.pid)
                 procs[0].signal(signal.SIGKILL if kind == "kill" else signal.SIGTERM)
 
-            self.server.faults.trap = Trap(at, fire)
+            if not self.nginx:
+                self.server.faults.trap = Trap(at, fire)
             procs.append(self.start(night, "run (to be signalled)"))
             started.set()
+            if self.nginx:  # nginx holds no request: the kill follows its access log
+
+                def watch():
+                    while procs[0].popen.poll() is None and len(self.server.log) < at:
+                        time.sleep(0.005)
+                    if procs[0].popen.poll() is None:
+                        fire()
+                threading.Thread(target=watch, daemon=True).start()
             rc = procs[0].wait()
             self.server.faults.trap = None
             if kind == "term" and rc not in (0, 1, 3, 6) and rc >= 0:

@@ -137,6 +137,8 @@ class Manifest:
                 lines.append("    refresh: always")
             if s.mirrors:
                 lines += ["    mirrors:", "      %s: [%s]" % (q(server.url()), q(mirror_server.url()))]
+            if server.url().startswith("https:"):
+                lines.append("    tls: {ca_file: %s}" % q(server.certs.ca))
             if self.secret_header:
                 lines += ["    headers:", "      %s: \"${SIM_TOKEN}\"" % SECRET_HEADER]
             lines.append("    tasks:")

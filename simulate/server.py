@@ -73,6 +73,9 @@ class Server:
             self.httpd.server_close()
             self.httpd = None
 
+    def clear_log(self):
+        self.log.clear()
+
     def url(self, path=""):
         return "http://127.0.0.1:%d/pub/%s" % (self.port, urllib.parse.quote(path.encode(), safe="/"))
 
