@@ -2,6 +2,7 @@
 
     scripts/simulate [--binary PATH] [--seeds A-B | --seeds 1,5,9] [--nights N] [--grammar old|new]
                      [--max-files K] [--no-faults] [--no-kills] [--no-changes] [--shrink] [--keep]
+    scripts/simulate [--binary PATH] --regressions    (the cases of simulate/regressions.txt)
 
 The last line is `N nights, M violations`; the exit status is 0 only with no violation.
 """
@@ -134,8 +135,18 @@ def main():
     parser.add_argument("--no-changes", action="store_true", help="upstream never changes")
     parser.add_argument("--shrink", action="store_true", help="shrink each failing seed")
     parser.add_argument("--keep", action="store_true", help="keep the seeds' folders")
+    parser.add_argument("--regressions", action="store_true",
+                        help="live the cases of simulate/regressions.txt (each must pass)")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
+    # A regression case is a line of arguments: its seeds, nights and switches, the binary aside.
+    cases = [(args, None)]
+    if args.regressions:
+        with open(os.path.join(REPO, "simulate", "regressions.txt"), encoding="utf-8") as f:
+            lines = [line.split("#", 1) for line in f if line.strip() and not line.startswith("#")]
+        cases = [(parser.parse_args(words.split() + (["--binary", args.binary] if args.binary else [])
+                                    + (["-v"] if args.verbose else [])), note.strip())
+                 for words, note in lines]
     binary = args.binary or next((p for p in (os.path.join(REPO, ".build/release/batchdl"),
                                               os.path.join(REPO, ".build/debug/batchdl")) if os.path.exists(p)), None)
     if not binary or not os.path.exists(binary):
@@ -143,10 +154,6 @@ def main():
     for tool in ("gpg", "gpgv"):
         if not shutil.which(tool):
             sys.exit("scripts/simulate: %s is not installed: run scripts/setup" % tool)
-    seeds = parse_seeds(args.seeds) if args.seeds else CI_SEEDS
-    nights = args.nights or CI_NIGHTS
-    opts = Options(os.path.abspath(binary), args.grammar, nights, args.max_files, not args.no_faults,
-                   not args.no_kills, not args.no_changes, args.keep)
     # One fixed folder, so that a seed's absolute dest (and every path) is the same on every replay;
     # a second simulation running at once gets a folder of its own.
     workdir = os.path.join(tempfile.gettempdir(), "batchdl-simulate")
@@ -168,18 +175,10 @@ def main():
     total_nights = total = 0
     started = time.time()
     try:
-        for seed in seeds:
-            lived, found = live(seed, opts, keys, workdir, args.verbose)
-            total_nights += lived
-            total += len(found)
-            for night, invariant, message in found:
-                print("seed %d night %d invariant %d: %s" % (seed, night, invariant, message))
-            if found:
-                print("  replay: %s" % replay(args, seed, found[0][0] + 1, opts))
-                if args.shrink:
-                    small = shrink(args, seed, opts, keys, workdir, found[0][1], found[0][0] + 1)
-                    print("  smallest: %s" % replay(args, seed, small.nights, small))
-            sys.stdout.flush()
+        for one, note in cases:
+            if note:
+                print("regression: %s" % note)
+            total_nights, total = case(one, binary, keys, workdir, total_nights, total)
     finally:
         keys.close()
         if not args.keep:
@@ -189,6 +188,27 @@ def main():
     print("(%.0f s)" % (time.time() - started))
     print("%d nights, %d violations" % (total_nights, total))
     sys.exit(1 if total else 0)
+
+
+def case(args, binary, keys, workdir, total_nights, total):
+    """Lives the seeds of one command line; returns the running totals."""
+    seeds = parse_seeds(args.seeds) if args.seeds else CI_SEEDS
+    nights = args.nights or CI_NIGHTS
+    opts = Options(os.path.abspath(binary), args.grammar, nights, args.max_files, not args.no_faults,
+                   not args.no_kills, not args.no_changes, args.keep)
+    for seed in seeds:
+        lived, found = live(seed, opts, keys, workdir, args.verbose)
+        total_nights += lived
+        total += len(found)
+        for night, invariant, message in found:
+            print("seed %d night %d invariant %d: %s" % (seed, night, invariant, message))
+        if found:
+            print("  replay: %s" % replay(args, seed, found[0][0] + 1, opts))
+            if args.shrink:
+                small = shrink(args, seed, opts, keys, workdir, found[0][1], found[0][0] + 1)
+                print("  smallest: %s" % replay(args, seed, small.nights, small))
+        sys.stdout.flush()
+    return total_nights, total
 
 
 if __name__ == "__main__":

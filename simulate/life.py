@@ -3,7 +3,6 @@ server may fail, the run may be killed, signalled, doubled or find its state dam
 invariant is checked against the model (what upstream served, listed and signed).
 """
 
-import json
 import os
 import random
 import shutil
@@ -264,10 +263,11 @@ class Simulation:
         night.log = self.server.log + self.mirror.log
         if self.small_disk and number == 1:  # with space again, nothing fails for want of it
             for t in night.report_tasks():
-                why = json.dumps(t.get("error") or "")
-                if t.get("outcome") == "failed" and ("space" in why or "disk-full" in why):
+                error = t.get("error") or {}
+                if t.get("outcome") == "failed" and (error.get("code") == "disk-full" or
+                                                     "No space left" in error.get("message", "")):
                     night.extra_violations.append((3, "the disk has space again, but %s failed: %s" % (
-                        t.get("id"), why[:120])))
+                        t.get("id"), error.get("message", "")[:120])))
         night.document_failed = self.document_failure(fault, night)
         after = inv.mirror_files(self)
         violations = list(inv.check_all(self, night, before, after, canary_before))
