@@ -20,8 +20,12 @@ from .life import Options, Simulation
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The seeds every test run (scripts/test) lives through, 6 nights each: under 3 minutes with a
-# debug build on 2 cores. Seeds that find an open defect of the binary are in regressions.txt.
-CI_SEEDS = [s for s in range(1, 51) if s not in (15, 21)]
+# debug build on 2 shared cores. Seeds that find a defect still open in main are left out until it
+# is fixed (their shrunk cases are in regressions.txt): 5, 9, 25, 44 (report merge and NFC/NFD),
+# 15, 21, 50 (a checksum file published over files a listing failure or max_size left out); 13
+# (background session, two runs at once: once in four lives both exited 0; not yet diagnosed).
+OPEN = {5, 9, 13, 15, 21, 25, 44, 50}
+CI_SEEDS = [s for s in range(1, 61) if s not in OPEN]
 CI_NIGHTS = 6
 
 

@@ -217,7 +217,12 @@ def check_prune(sim, night, before, after):
             continue
         failed = [t for t in night.report_tasks() if t.get("session") == name
                   and t.get("outcome") in ("failed", "cancelled")]
-        if failed:
+        # A night may have several runs (a signalled one that finished first, shards): a prune by
+        # one whose own tasks of the session all ended well is a prune after a good run.
+        clean = any(any(p.get("session") == name and p.get("outcome") == "pruned" for p in r.get("prune", []))
+                    and not any(t.get("session") == name and t.get("outcome") in ("failed", "cancelled")
+                                for t in r.get("tasks", [])) for r in night.all_reports() if r)
+        if failed and not clean:
             yield 5, "prune deleted %s in session %s although %s ended %s" % (
                 sim.show(paths[0]), name, failed[0].get("id"), failed[0].get("outcome"))
         elif night.document_failed:

@@ -108,10 +108,18 @@ class Night:
 
     def report_tasks(self):
         """The tasks of the night's report and of the background workers' reports."""
+        return [t for r in [self.report()] + self.worker_reports() for t in (r or {}).get("tasks", [])]
+
+    def worker_reports(self):
         workers = os.path.join(self.sim.home, ".batchdl", "workers")
-        extra = [os.path.join(workers, n) for n in sorted(os.listdir(workers))
-                 if n.endswith(".report.json")] if os.path.isdir(workers) else []
-        return [t for r in [self.report()] + [inv.report_json(p) for p in extra] for t in (r or {}).get("tasks", [])]
+        return [inv.report_json(os.path.join(workers, n)) for n in sorted(os.listdir(workers))
+                if n.endswith(".report.json")] if os.path.isdir(workers) else []
+
+    def all_reports(self):
+        """Every report written this night: of each run (a signalled one, a second one, each
+        shard's, the merged one) and of the background workers."""
+        return [inv.report_json(os.path.join(self.sim.outputs, n)) for n in sorted(os.listdir(self.sim.outputs))
+                if n.endswith(".json")] + self.worker_reports()
 
     def read_output(self, name):
         try:
@@ -229,6 +237,8 @@ class Simulation:
 
     def night(self, number):
         rng, u, night = self.rng, self.upstream, Night(self, number)
+        shutil.rmtree(self.outputs, ignore_errors=True)
+        os.makedirs(self.outputs)
         u.night = number
         if number > 0:
             for _ in range(rng.choice([0, 0, 1, 1, 2, 3])):
@@ -347,7 +357,7 @@ class Simulation:
 
             if not self.nginx:
                 self.server.faults.trap = Trap(at, fire)
-            procs.append(self.start(night, "run (to be signalled)"))
+            procs.append(self.start(night, "run (to be signalled)", self.run_args("signalled.json")))
             started.set()
             if self.nginx:  # nginx holds no request: the kill follows its access log
 
