@@ -107,11 +107,16 @@ def live(seed, opts, keys, workdir, verbose=False):
         sim.close()
 
 
-def shrink(args, seed, opts, keys, workdir, invariant, nights):
-    """The smallest case of `seed` that still breaks `invariant`: fewer nights, files, faults."""
+def kind(invariant, message):
+    """A violation's kind: its invariant and its message's first words (not its paths)."""
+    return invariant, " ".join(message.split()[:4])
+
+
+def shrink(args, seed, opts, keys, workdir, violation, nights):
+    """The smallest case of `seed` that still breaks the same way: fewer nights, files, faults."""
     def fails(o):
         lived, found = live(seed, o, keys, workdir)
-        return any(i == invariant for _, i, _ in found)
+        return any(kind(i, m) == violation for _, i, m in found)
 
     best = Options(opts.binary, opts.grammar, nights, None, opts.faults, opts.kills, opts.changes)
     sizes = [1, 2, 4, 8, 16, 32, 64, 128]
@@ -209,7 +214,7 @@ def case(args, binary, keys, workdir, total_nights, total):
         if found:
             print("  replay: %s" % replay(args, seed, found[0][0] + 1, opts))
             if args.shrink:
-                small = shrink(args, seed, opts, keys, workdir, found[0][1], found[0][0] + 1)
+                small = shrink(args, seed, opts, keys, workdir, kind(*found[0][1:]), found[0][0] + 1)
                 print("  smallest: %s" % replay(args, seed, small.nights, small))
         sys.stdout.flush()
     return total_nights, total
