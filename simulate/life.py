@@ -228,9 +228,10 @@ class Simulation:
 
     # -- one night ---------------------------------------------------------------------------
 
-    def run_args(self, report=None, shard=0):
-        names = self.names(shard)
-        args = ["run", self.manifest_path, "--report", os.path.join(self.outputs, report or names[0]),
+    def run_args(self, other=None, shard=0):
+        """A run's arguments; `other` names the outputs of a run that is not the night's own."""
+        names = self.names(shard) if not other else (other + ".json", other + ".prom", other + ".jsonl")
+        args = ["run", self.manifest_path, "--report", os.path.join(self.outputs, names[0]),
                 "--metrics", os.path.join(self.outputs, names[1]),
                 "--events", os.path.join(self.outputs, names[2]), "--progress", "never"]
         return args + (["--shard", "%d/%d" % (shard, self.manifest.shards)] if self.manifest.shards else [])
@@ -357,7 +358,7 @@ class Simulation:
 
             if not self.nginx:
                 self.server.faults.trap = Trap(at, fire)
-            procs.append(self.start(night, "run (to be signalled)", self.run_args("signalled.json")))
+            procs.append(self.start(night, "run (to be signalled)", self.run_args("signalled")))
             started.set()
             if self.nginx:  # nginx holds no request: the kill follows its access log
 
@@ -376,7 +377,7 @@ class Simulation:
             deadline = time.time() + 10
             while not self.server.log and first.popen.poll() is None and time.time() < deadline:
                 time.sleep(0.01)
-            second = self.start(night, "second run at once", self.run_args("second.json"))
+            second = self.start(night, "second run at once", self.run_args("second"))
             rc2 = second.wait()
             overlapped = first.popen.poll() is None
             night.rc = first.wait()
@@ -384,7 +385,8 @@ class Simulation:
                 night.extra_violations.append((8, "two runs at once exited %d and %d: one must exit 4" % (night.rc, rc2)))
             if night.rc == 4:  # the second took the lock first: its run is the night's
                 night.rc = rc2
-                shutil.copy(os.path.join(self.outputs, "second.json"), os.path.join(self.outputs, self.names(0)[0]))
+                for theirs, ours in zip(("second.json", "second.prom"), self.names(0)):
+                    shutil.copy(os.path.join(self.outputs, theirs), os.path.join(self.outputs, ours))
         else:
             night.rc = self.start(night, "run").wait()
         night.rc = self.finish(night, night.rc)
