@@ -1,15 +1,18 @@
-"""What a mirror promises, checked after every night. Each check returns (invariant, message)
-pairs; the numbers are those of docs/testing.md:
+"""What a mirror promises, checked after every night (and 4 during it, by `Reader`). Each check
+returns (invariant, message) pairs; the numbers are those of docs/testing.md:
 
 1. batchdl never dies by a signal and never hangs.
 2. Every file at a destination holds bytes upstream served for that path, and, when a checksum
    file covers it, bytes an entry for that path (or its bare name) gave: never another file's.
 3. Exit 0 means the mirror equals upstream's listed set as of that night, and that every document
    (listing page, checksum file, signature) was fetched: a night on which one failed is not 0.
+   With space again after a full disk, nothing fails for space.
 4. A mirrored checksum file that the manifest checks with (`checksums:`), placed this night, names
    no file the mirror lacks or holds otherwise (not promised by a sharded run: each shard places
-   it after its own files only).
-5. Prune deletes only files upstream no longer lists, in a pruning session that did not fail,
+   it after its own files only). During the run, each file such a checksum file names is there,
+   with the entry's bytes or newer ones upstream's checksum file gave later.
+5. Prune deletes only files upstream no longer lists, in a pruning session that did not fail in
+   the run that pruned,
    never more than max_delete, never the user's file; no file upstream still lists is lost.
 6. Nothing is written outside the dests, the state folder and the named outputs (the canary).
 7. A quiet night (no upstream change, no fault, the night before exited 0) sends only the
