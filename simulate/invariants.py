@@ -1,14 +1,18 @@
-"""What a mirror promises, checked after every night. Each check returns (invariant, message)
-pairs; the numbers are those of docs/testing.md:
+"""What a mirror promises, checked after every night (and 4 during it, by `Reader`). Each check
+returns (invariant, message) pairs; the numbers are those of docs/testing.md:
 
 1. batchdl never dies by a signal and never hangs.
 2. Every file at a destination holds bytes upstream served for that path, and, when a checksum
    file covers it, bytes an entry for that path (or its bare name) gave: never another file's.
 3. Exit 0 means the mirror equals upstream's listed set as of that night, and that every document
    (listing page, checksum file, signature) was fetched: a night on which one failed is not 0.
+   With space again after a full disk, nothing fails for space.
 4. A mirrored checksum file that the manifest checks with (`checksums:`), placed this night, names
-   no file the mirror lacks or holds otherwise.
-5. Prune deletes only files upstream no longer lists, in a pruning session that did not fail,
+   no file the mirror lacks or holds otherwise (not promised by a sharded run: each shard places
+   it after its own files only). During the run, each file such a checksum file names is there,
+   with the entry's bytes or newer ones upstream's checksum file gave later.
+5. Prune deletes only files upstream no longer lists, in a pruning session that did not fail in
+   the run that pruned,
    never more than max_delete, never the user's file; no file upstream still lists is lost.
 6. Nothing is written outside the dests, the state folder and the named outputs (the canary).
 7. A quiet night (no upstream change, no fault, the night before exited 0) sends only the
@@ -24,6 +28,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 
 from .upstream import sha256
 
@@ -106,6 +111,8 @@ def check_exit_zero(sim, night, after):
 
 def check_mirrored_sums(sim, before, after):
     u = sim.upstream
+    if sim.manifest.shards:
+        return  # each shard places the checksum file after its own files only (docs/manifest.md)
     algorithm = hashlib.sha256 if u.sums_name == "SHA256SUMS" else hashlib.sha512
     for s in sim.manifest.sessions:
         for t in s.tasks:
@@ -133,6 +140,69 @@ def check_mirrored_sums(sim, before, after):
                                 u.sums_name, name)
 
 
+class Reader(threading.Thread):
+    """Invariant 4 during the run: a reader of the mirror that, over and over, reads each mirrored
+    checksum file the manifest checks with and each file it names. A file named must be there,
+    with the entry's bytes or bytes a later checksum file of upstream gave for it: a mirror
+    places a file before the checksum file that names its new bytes (no mirror swaps both at
+    once), and holds that checksum file back while another file fails. What it saw counts only
+    if the checksum file is unchanged after the look."""
+
+    def __init__(self, sim, night):
+        super().__init__(daemon=True)
+        self.sim, self.night, self.stop, self.cache = sim, night, threading.Event(), {}
+        u = sim.upstream
+        self.algorithm = hashlib.sha256 if u.sums_name == "SHA256SUMS" else hashlib.sha512
+        self.watched = [(os.path.join(s.dest_path, t.to), t.depth) for s in sim.manifest.sessions
+                        for t in s.tasks if t.kind == "index" and t.checksums and not sim.manifest.shards]
+
+    def run(self):
+        while self.watched and not self.stop.wait(0.02):
+            for folder, depth in self.watched:
+                problem = self.look(folder, depth)
+                if problem:
+                    self.night.extra_violations.append((4, "during the run, " + problem))
+                    return
+
+    def digest(self, path):
+        st = os.stat(path)
+        key = (path, st.st_ino, st.st_size, st.st_mtime_ns)
+        if key not in self.cache:
+            with open(path, "rb") as f:
+                self.cache[key] = self.algorithm(f.read()).hexdigest()
+        return self.cache[key]
+
+    def look(self, folder, depth):
+        sums = os.path.join(folder, self.sim.upstream.sums_name)
+        try:
+            with open(sums, "rb") as f:
+                data = f.read()
+        except OSError:
+            return None
+        problem = None
+        for line in data.decode("utf-8", "surrogateescape").splitlines():
+            hexdigest, _, name = line.partition("  ")
+            if name.count("/") >= depth or ("/" not in name and name not in self.sim.upstream.files):
+                continue
+            try:
+                have = self.digest(os.path.join(folder, name))
+            except OSError:
+                problem = "the mirrored %s names %r, which the mirror lacks" % (self.sim.upstream.sums_name, name)
+                break
+            history = self.sim.upstream.history.get(name, [])
+            ahead = hexdigest in history and have in history and history.index(hexdigest) < (
+                len(history) - 1 - history[::-1].index(have))
+            if have != hexdigest and not ahead:
+                problem = "the mirrored %s names %r with other bytes than the mirror's" % (
+                    self.sim.upstream.sums_name, name)
+                break
+        try:
+            with open(sums, "rb") as f:
+                return problem if f.read() == data else None
+        except OSError:
+            return None
+
+
 def check_prune(sim, night, before, after):
     deleted = {}
     for path in sorted(set(before) - set(after)):
@@ -150,7 +220,12 @@ def check_prune(sim, night, before, after):
             continue
         failed = [t for t in night.report_tasks() if t.get("session") == name
                   and t.get("outcome") in ("failed", "cancelled")]
-        if failed:
+        # A night may have several runs (a signalled one that finished first, shards): a prune by
+        # one whose own tasks of the session all ended well is a prune after a good run.
+        clean = any(any(p.get("session") == name and p.get("outcome") == "pruned" for p in r.get("prune", []))
+                    and not any(t.get("session") == name and t.get("outcome") in ("failed", "cancelled")
+                                for t in r.get("tasks", [])) for r in night.all_reports() if r)
+        if failed and not clean:
             yield 5, "prune deleted %s in session %s although %s ended %s" % (
                 sim.show(paths[0]), name, failed[0].get("id"), failed[0].get("outcome"))
         elif night.document_failed:
@@ -187,7 +262,7 @@ def check_report(sim, night, after):
     if report is None:
         yield 8, "exit %d but no readable report" % rc
         return
-    tasks = report.get("tasks", [])
+    tasks = night.report_tasks()
     bad = [t for t in tasks if t.get("outcome") in ("failed", "cancelled")]
     if rc == 0 and (bad or report.get("summary", {}).get("failed")):
         yield 8, "exit 0 but the report has %s %s" % (bad[0].get("id") if bad else "", "failed")
@@ -202,17 +277,18 @@ def check_report(sim, night, after):
                 yield 8, "the report says %s %s but it is not on disk" % (t.get("id"), t["outcome"])
             elif t.get("sha256") and t["sha256"] != after[path]:
                 yield 8, "the report gives %s another sha256 than the disk" % t.get("id")
-    metrics = night.read_output("batchdl.prom")
-    if metrics is not None:
-        m = re.search(r"^batchdl_exit_code\{[^}]*\} (\d+)", metrics, re.M)
-        if not m or int(m.group(1)) != rc:
-            yield 8, "metrics say exit %s, the run exited %d" % (m.group(1) if m else "nothing", rc)
+    for run_rc, name in night.metrics:
+        metrics = night.read_output(name)
+        m = re.search(r"^batchdl_exit_code\{[^}]*\} (\d+)", metrics or "", re.M)
+        if metrics is not None and (not m or int(m.group(1)) != run_rc):
+            yield 8, "%s says exit %s, the run exited %d" % (name, m.group(1) if m else "nothing", run_rc)
 
 
 def check_secret(sim, night):
     secret = sim.secret.encode()
     spellings = [secret, base64.b64encode(secret)]
-    for folder, _, files in os.walk(sim.root):
+    for folder, dirs, files in os.walk(sim.root):
+        dirs[:] = [d for d in dirs if os.path.join(folder, d) != os.path.join(sim.root, "nginx")]  # upstream's
         for name in files:
             path = os.path.join(folder, name)
             if os.path.islink(path) or not os.path.isfile(path):

@@ -12,11 +12,46 @@ import threading
 import time
 
 from . import invariants as inv
-from .manifest import Manifest
-from .server import Faults, Server
+from .manifest import SECRET_HEADER, Manifest
+from .nginx import Nginx
+from .server import Faults, Server, Trap
 from .upstream import Upstream, sha256
 
 TIMEOUT = 120  # seconds a run may take before it counts as hung
+
+
+def wait_idle(pid, bound=5.0):
+    """Waits until process `pid` uses no CPU for 150 ms (it has handled every answer it got and
+    waits for the held ones), at most `bound` seconds."""
+    last, quiet, deadline = None, 0, time.time() + bound
+    while quiet < 3 and time.time() < deadline:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return
+        used = int(fields[11]) + int(fields[12])
+        quiet = quiet + 1 if used == last else 0
+        last = used
+        time.sleep(0.05)
+
+
+def can_mount(probe=[]):
+    """Whether this process may mount a tmpfs (root, outside a container that forbids it)."""
+    if not probe:
+        folder = subprocess.run(["mktemp", "-d"], capture_output=True, text=True).stdout.strip()
+        probe.append(bool(folder) and subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", folder], capture_output=True).returncode == 0)
+        if probe[0]:
+            subprocess.run(["umount", folder], capture_output=True)
+        if folder:
+            os.rmdir(folder)
+    return probe[0]
+
+
+def mount(folder, size, remount=False):
+    subprocess.run(["mount", "-t", "tmpfs", "-o", ("remount," if remount else "") + "size=%d" % size,
+                    "tmpfs", folder], check=True, capture_output=True)
 
 
 class Options:
@@ -66,12 +101,25 @@ class Night:
         self.processes, self.extra_violations, self.changes, self.events = [], [], [], []
         self.rc, self.expected_rc, self.document_failed, self.log = None, False, None, []
         self.quiet = False  # no change, no fault, no event, and the night before exited 0
+        self.metrics = []  # (exit code, metrics file) of each run whose metrics count
 
     def report(self):
         return inv.report_json(os.path.join(self.sim.outputs, "report.json"))
 
     def report_tasks(self):
-        return (self.report() or {}).get("tasks", [])
+        """The tasks of the night's report and of the background workers' reports."""
+        return [t for r in [self.report()] + self.worker_reports() for t in (r or {}).get("tasks", [])]
+
+    def worker_reports(self):
+        workers = os.path.join(self.sim.home, ".batchdl", "workers")
+        return [inv.report_json(os.path.join(workers, n)) for n in sorted(os.listdir(workers))
+                if n.endswith(".report.json")] if os.path.isdir(workers) else []
+
+    def all_reports(self):
+        """Every report written this night: of each run (a signalled one, a second one, each
+        shard's, the merged one) and of the background workers."""
+        return [inv.report_json(os.path.join(self.sim.outputs, n)) for n in sorted(os.listdir(self.sim.outputs))
+                if n.endswith(".json")] + self.worker_reports()
 
     def read_output(self, name):
         try:
@@ -97,15 +145,34 @@ class Simulation:
         self.upstream.publish_sums()
         self.secret = "sim-secret-%016x" % rng.getrandbits(64)
         self.lock = threading.Lock()
-        self.server = Server(self.upstream, self.lock, "primary", self.secret)
+        # Part of the seeds are served by nginx over HTTPS and HTTP/2 (new grammar: `tls:`), which
+        # lists in its own style, always sends validators, and fails only by being down.
+        self.nginx = (random.Random("nginx %d" % seed).random() < 0.25 and opts.grammar == "new"
+                      and keys.certificates is not None)
+        if self.nginx:
+            self.upstream.style = "nginx-json" if self.upstream.style == "nginx-json" else "nginx"
+            self.upstream.validators = True
+            self.server = Nginx(self.upstream, os.path.join(self.root, "nginx"), keys.certificates,
+                                SECRET_HEADER)
+        else:
+            self.server = Server(self.upstream, self.lock, "primary", self.secret)
         self.mirror = Server(self.upstream, self.lock, "mirror", self.secret)
-        self.manifest = Manifest(rng, self.upstream, self.home, abs_root, opts.grammar)
+        self.manifest = Manifest(rng, self.upstream, self.home, abs_root, opts.grammar,
+                                 random.Random("new %d" % seed))
         shutil.copy(keys.keyring, os.path.join(self.home, "keyring.gpg"))
         for path in (os.path.join(self.root, "canary", "a.txt"), os.path.join(abs_root, "canary.txt"),
                      os.path.join(self.home, "canary", "b.txt")):
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w") as f:
                 f.write("canary %d\n" % seed)
+        # A disk that fills: in some seeds the first session's dest is a tmpfs that holds half
+        # the tree on night 0, and all of it from night 1 on (root only; skipped where not allowed).
+        self.small_disk = None
+        if random.Random("disk %d" % seed).random() < 0.15 and opts.faults and can_mount():
+            pages = sum(len(data) // 4096 + 2 for data, _ in self.upstream.documents().values())
+            self.small_disk = self.manifest.sessions[0].dest_path
+            os.makedirs(self.small_disk, exist_ok=True)
+            mount(self.small_disk, max(8, pages // 2) * 4096)
         for s in self.manifest.sessions:
             os.makedirs(s.dest_path, exist_ok=True)
             with open(os.path.join(s.dest_path, inv.USER_FILE), "w") as f:
@@ -118,6 +185,8 @@ class Simulation:
     def close(self):
         self.server.stop()
         self.mirror.stop()
+        if self.small_disk:
+            subprocess.run(["umount", self.small_disk], capture_output=True)
         if not self.opts.keep:
             shutil.rmtree(self.root, ignore_errors=True)
 
@@ -135,7 +204,7 @@ class Simulation:
 
     def canary(self):
         skip = {s.dest_path for s in self.manifest.sessions} | {
-            os.path.join(self.home, ".batchdl"), self.outputs}
+            os.path.join(self.home, ".batchdl"), self.outputs, os.path.join(self.root, "nginx")}
         return {p: d for p, d in inv.tree(self.root, skip).items()
                 if not any(p.startswith(s + "/") for s in skip)}
 
@@ -159,13 +228,18 @@ class Simulation:
 
     # -- one night ---------------------------------------------------------------------------
 
-    def run_args(self, report="report.json"):
-        return ["run", self.manifest_path, "--report", os.path.join(self.outputs, report),
-                "--metrics", os.path.join(self.outputs, "batchdl.prom"),
-                "--events", os.path.join(self.outputs, "events.jsonl"), "--progress", "never"]
+    def run_args(self, other=None, shard=0):
+        """A run's arguments; `other` names the outputs of a run that is not the night's own."""
+        names = self.names(shard) if not other else (other + ".json", other + ".prom", other + ".jsonl")
+        args = ["run", self.manifest_path, "--report", os.path.join(self.outputs, names[0]),
+                "--metrics", os.path.join(self.outputs, names[1]),
+                "--events", os.path.join(self.outputs, names[2]), "--progress", "never"]
+        return args + (["--shard", "%d/%d" % (shard, self.manifest.shards)] if self.manifest.shards else [])
 
     def night(self, number):
         rng, u, night = self.rng, self.upstream, Night(self, number)
+        shutil.rmtree(self.outputs, ignore_errors=True)
+        os.makedirs(self.outputs)
         u.night = number
         if number > 0:
             for _ in range(rng.choice([0, 0, 1, 1, 2, 3])):
@@ -174,29 +248,45 @@ class Simulation:
         fault, event = self.pick_faults(rng, night)
         night.quiet = self.previous_rc == 0 and not night.changes and not night.events
         self.manifest_path = self.manifest.write(self.server, self.mirror)
+        if self.nginx:
+            self.server.publish()
         u.record_served()
         self.expected = self.manifest.expected()
         for path, (upath, s, t) in self.expected.items():
             checked = t.checksums and upath not in u.checksum_files()
             self.ever_map.setdefault(path, set()).add((upath, checked))
+        if number == 0 and self.start(night, "validate", ["validate", self.manifest_path]).wait() != 0:
+            night.extra_violations.append((0, "the generated manifest does not validate: %s"
+                                           % night.processes[-1].last_stderr()))
         before, canary_before = inv.mirror_files(self), self.canary()
         if fault == "down":
             self.server.stop()
+        reader = inv.Reader(self, night)
+        reader.start()
         try:
             self.run_night(night, event, rng)
         finally:
+            reader.stop.set()
+            reader.join()
             if fault == "down":
                 self.server.start()
             self.server.faults = self.mirror.faults = Faults()
         night.log = self.server.log + self.mirror.log
+        if self.small_disk and number == 1:  # with space again, nothing fails for want of it
+            for t in night.report_tasks():
+                error = t.get("error") or {}
+                if t.get("outcome") == "failed" and (error.get("code") == "disk-full" or
+                                                     "No space left" in error.get("message", "")):
+                    night.extra_violations.append((3, "the disk has space again, but %s failed: %s" % (
+                        t.get("id"), error.get("message", "")[:120])))
         night.document_failed = self.document_failure(fault, night)
         after = inv.mirror_files(self)
         violations = list(inv.check_all(self, night, before, after, canary_before))
         for path, (upath, s, t) in self.expected.items():
             if after.get(path) == sha256(u.documents()[upath][0]):
                 self.last_good[path] = (self.visible(upath, t), after[path])
-        self.server.log.clear()
-        self.mirror.log.clear()
+        self.server.clear_log()
+        self.mirror.clear_log()
         self.previous_rc = night.rc
         return night, violations
 
@@ -221,19 +311,27 @@ class Simulation:
             for p in rng.sample(paths, min(len(paths), rng.randint(1, 3))):
                 faults.reset[p] = rng.choice([1, 1, 2, -1])
             self.persistent_resets = {p for p, n in faults.reset.items() if n < 0}
-        roll, delay = rng.random(), rng.uniform(0.05, 1.5)
+        # A kill lands when the server sees its Nth request (N from the seed), not after a delay:
+        # what the run has done by then is the same on a slow machine and a fast one.
+        roll, at = rng.random(), rng.randint(1, len(u.documents()) + len(u.folders()))
         event = (None if roll >= 0.32 else "kill" if roll < 0.08 else "term" if roll < 0.14
-                 else "twice" if roll < 0.2 else "wipe-state" if roll < 0.26 else "damage-state", delay)
-        if not self.opts.faults:
-            fault, self.server.faults = None, Faults()
+                 else "twice" if roll < 0.2 else "wipe-state" if roll < 0.26 else "damage-state", at)
+        if not self.opts.faults or (self.nginx and fault != "down"):
+            fault, self.server.faults, self.persistent_resets = None, Faults(), set()
             self.mirror.faults = self.server.faults
         if not self.opts.kills:
-            event = (None, delay)
-        night.events = [x for x in (fault, event[0]) if x]
+            event = (None, at)
+        if self.small_disk and night.number == 1:  # space again: the night must complete
+            mount(self.small_disk, 1 << 30, remount=True)
+            fault, event, self.server.faults = None, (None, at), Faults()
+            self.mirror.faults = self.server.faults
+        if self.small_disk and night.number == 0:
+            night.events.append("a small disk")
+        night.events += [x for x in (fault, event[0]) if x]
         return fault, event
 
     def run_night(self, night, event, rng):
-        kind, delay = event
+        kind, at = event
         state = os.path.join(self.home, ".batchdl")
         if kind == "wipe-state":
             shutil.rmtree(state, ignore_errors=True)
@@ -251,10 +349,27 @@ class Simulation:
                                                   ", ".join(e["path"] for e in self.server.log[sent:sent + 3]))))
             self.start(night, "cache clear", ["cache", "clear", "--yes", self.manifest_path]).wait()
         if kind in ("kill", "term"):
-            proc = self.start(night, "run (to be signalled)")
-            time.sleep(delay)
-            proc.signal(signal.SIGKILL if kind == "kill" else signal.SIGTERM)
-            rc = proc.wait()
+            started, procs = threading.Event(), []
+
+            def fire():  # in the server's thread, on the at-th request: the run is then idle
+                started.wait(10)
+                wait_idle(procs[0].popen.pid)
+                procs[0].signal(signal.SIGKILL if kind == "kill" else signal.SIGTERM)
+
+            if not self.nginx:
+                self.server.faults.trap = Trap(at, fire)
+            procs.append(self.start(night, "run (to be signalled)", self.run_args("signalled")))
+            started.set()
+            if self.nginx:  # nginx holds no request: the kill follows its access log
+
+                def watch():
+                    while procs[0].popen.poll() is None and len(self.server.log) < at:
+                        time.sleep(0.005)
+                    if procs[0].popen.poll() is None:
+                        fire()
+                threading.Thread(target=watch, daemon=True).start()
+            rc = procs[0].wait()
+            self.server.faults.trap = None
             if kind == "term" and rc not in (0, 1, 3, 6) and rc >= 0:
                 night.extra_violations.append((8, "SIGTERM: exit %d, want 3" % rc))
         if kind == "twice":
@@ -262,7 +377,7 @@ class Simulation:
             deadline = time.time() + 10
             while not self.server.log and first.popen.poll() is None and time.time() < deadline:
                 time.sleep(0.01)
-            second = self.start(night, "second run at once", self.run_args("second.json"))
+            second = self.start(night, "second run at once", self.run_args("second"))
             rc2 = second.wait()
             overlapped = first.popen.poll() is None
             night.rc = first.wait()
@@ -270,9 +385,36 @@ class Simulation:
                 night.extra_violations.append((8, "two runs at once exited %d and %d: one must exit 4" % (night.rc, rc2)))
             if night.rc == 4:  # the second took the lock first: its run is the night's
                 night.rc = rc2
-                shutil.copy(os.path.join(self.outputs, "second.json"), os.path.join(self.outputs, "report.json"))
-            return
-        night.rc = self.start(night, "run").wait()
+                for theirs, ours in zip(("second.json", "second.prom"), self.names(0)):
+                    shutil.copy(os.path.join(self.outputs, theirs), os.path.join(self.outputs, ours))
+        else:
+            night.rc = self.start(night, "run").wait()
+        night.rc = self.finish(night, night.rc)
+
+    def names(self, shard):
+        """The report, metrics and events files of a run (of one shard)."""
+        if not self.manifest.shards:
+            return "report.json", "batchdl.prom", "events.jsonl"
+        return "report-%d.json" % shard, "batchdl-%d.prom" % shard, "events-%d.jsonl" % shard
+
+    def finish(self, night, rc):
+        """The rest of a night after its (first shard's) run: the other shards one after the other
+        and the merge of their reports, or the wait for the background worker. Returns the night's
+        exit code: the first that is not 0."""
+        night.metrics = [(rc, self.names(0)[1])]
+        rcs = [rc]
+        for shard in range(1, self.manifest.shards):
+            rcs.append(self.start(night, "run shard %d" % shard, self.run_args(shard=shard)).wait())
+            night.metrics.append((rcs[-1], self.names(shard)[1]))
+        if self.manifest.shards:
+            reports = [os.path.join(self.outputs, self.names(i)[0]) for i in range(self.manifest.shards)]
+            merge = self.start(night, "report merge", ["report", "merge"] + reports +
+                               ["-o", os.path.join(self.outputs, "report.json")])
+            if merge.wait() != 0:
+                night.extra_violations.append((8, "report merge exited %d: %s" % (merge.rc, merge.last_stderr())))
+        if any(s.kind == "background" for s in self.manifest.sessions):
+            rcs.append(self.start(night, "wait", ["wait", self.manifest_path, "--timeout", str(TIMEOUT)]).wait())
+        return next((r for r in rcs if r != 0), 0)
 
     def start(self, night, what, args=None):
         proc = Process(self, what, args or self.run_args())

@@ -1,5 +1,5 @@
-"""Manifests from a small grammar: one or two sessions (default or ephemeral), dests absolute or
-relative, shared or nested, and `index:`, `list:` and `download:` tasks with or without
+"""Manifests from a small grammar: one or two sessions (default, ephemeral or background), dests
+absolute or relative, shared or nested, run whole or in shards, and `index:`, `list:` and `download:` tasks with or without
 `checksums:` and `signature:`, `prune:` with or without `max_delete`, `max_size`, `refresh`,
 `mirrors` and a secret header. `Manifest.expected` says which upstream file each destination
 holds: the model's map from the mirror to upstream.
@@ -14,7 +14,9 @@ GRAMMARS = {
             "retry", "timeouts", "index", "depth", "list", "download", "to", "checksums",
             "signature", "keyring"},
 }
-GRAMMARS["new"] = set(GRAMMARS["old"])
+# 'new' adds what later binaries know: background sessions (`identifier:`, then `batchdl wait`) and
+# sharded runs (`run --shard I/N`, then `report merge`).
+GRAMMARS["new"] = GRAMMARS["old"] | {"identifier", "background", "shard"}
 
 SECRET_HEADER = "X-Sim-Token"
 
@@ -33,6 +35,7 @@ class Task:
 class Session:
     def __init__(self, name, kind, dest, dest_path):
         self.name, self.kind, self.dest, self.dest_path = name, kind, dest, dest_path
+        self.identifier = None  # background sessions only
         self.prune = None  # None, True, or the max_delete value
         self.max_size = None
         self.refresh = False
@@ -41,7 +44,9 @@ class Session:
 
 
 class Manifest:
-    def __init__(self, rng, upstream, home, abs_root, grammar="old"):
+    def __init__(self, rng, upstream, home, abs_root, grammar="old", new_rng=None):
+        """`new_rng` decides what only the `new` grammar has, so that a seed's upstream, nights
+        and other keys are the same in both grammars."""
         keys = GRAMMARS[grammar]
         self.home, self.upstream = home, upstream
         self.sessions = []
@@ -76,6 +81,13 @@ class Manifest:
                 extra.tasks.append(Task("list", "xlist/", folder=rng.choice(["", "sub/"])))
             self.sessions.append(extra)
         self.secret_header = rng.random() < 0.7
+        self.shards = 0  # run whole, or as N shards one after the other
+        if new_rng:
+            background, shards = new_rng.random() < 0.2, new_rng.random() < 0.3
+            if background and "background" in keys:
+                main.kind, main.identifier = "background", "sim.%s" % main.name
+            elif shards and "shard" in keys:
+                self.shards = new_rng.choice([2, 3])
 
     def _session(self, rng, name, kind, absolute, abs_path, rel):
         if absolute:
@@ -113,6 +125,8 @@ class Manifest:
                  "  timeouts: {request: 5s, resource: 2m}", "sessions:"]
         for s in self.sessions:
             lines += ["  %s:" % s.name, "    kind: %s" % s.kind, "    dest: %s" % q(s.dest)]
+            if s.identifier:
+                lines.append("    identifier: %s" % s.identifier)
             if s.prune is True:
                 lines.append("    prune: true")
             elif s.prune is not None:
@@ -123,6 +137,8 @@ class Manifest:
                 lines.append("    refresh: always")
             if s.mirrors:
                 lines += ["    mirrors:", "      %s: [%s]" % (q(server.url()), q(mirror_server.url()))]
+            if server.url().startswith("https:"):
+                lines.append("    tls: {ca_file: %s}" % q(server.certs.ca))
             if self.secret_header:
                 lines += ["    headers:", "      %s: \"${SIM_TOKEN}\"" % SECRET_HEADER]
             lines.append("    tasks:")

@@ -22,6 +22,29 @@ class Faults:
         self.truncate = set()  # folders whose listing is cut off before its Content-Length
         self.slow = False  # every body drips in small pieces
         self.reset = {}  # path -> resets left (-1: every attempt)
+        self.trap = None  # a Trap: a signal sent when the Nth request arrives
+
+
+class Trap:
+    """Calls `fire` when the server sees its Nth request (counted over both origins), and holds
+    every later request until `fire` returns: a kill lands at the same point of the run on any
+    machine, so a seed replays exactly."""
+
+    def __init__(self, n, fire):
+        self.n, self.fire, self.seen = n, fire, 0
+        self.lock, self.done = threading.Lock(), threading.Event()
+
+    def request(self):
+        with self.lock:
+            self.seen += 1
+            mine = self.seen == self.n
+        if mine:
+            try:
+                self.fire()
+            finally:
+                self.done.set()
+        elif self.seen > self.n:
+            self.done.wait(30)
 
 
 class Server:
@@ -50,6 +73,9 @@ class Server:
             self.httpd.server_close()
             self.httpd = None
 
+    def clear_log(self):
+        self.log.clear()
+
     def url(self, path=""):
         return "http://127.0.0.1:%d/pub/%s" % (self.port, urllib.parse.quote(path.encode(), safe="/"))
 
@@ -77,6 +103,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         entry = {"t": time.time(), "origin": sim.origin, "path": path, "secret": secret_seen,
                  "fault": None, "status": 0}
         sim.log.append(entry)
+        if sim.faults.trap:
+            sim.faults.trap.request()
         if not path.startswith("/pub/"):
             return self._send(entry, 404, b"not found\n", {}, head)
         rel = path[len("/pub/"):]

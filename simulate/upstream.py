@@ -57,6 +57,7 @@ class Upstream:
         self.pending = {}  # path -> bytes already in the checksum file, not yet uploaded
         self.served = {}  # path -> every SHA-256 ever served for it
         self.entries = {}  # name in the checksum file -> every SHA-256 it ever gave
+        self.history = {}  # name in the checksum file -> the digests it gave, in order
         self.signer = None
 
     def _new_bytes(self, size=None):
@@ -103,6 +104,7 @@ class Upstream:
             names[name] = path
             lines.append(algorithm(data).hexdigest() + "  " + name)
             self.entries.setdefault(name, set()).add(sha256(data))
+            self.history.setdefault(name, []).append(algorithm(data).hexdigest())
         self.sums_names = names
         self.sums_text = ("\n".join(lines) + "\n").encode()
         self.sums_digests = {path: sha256(self.pending.get(path, self.files[path].data))
