@@ -21,6 +21,9 @@ extension PlanBuilder {
       )
       return
     }
+    // Why the plan lacks files this entry's listing would give (a page that failed or was cut
+    // short, a file left out): its checksum files are then not published (`blockedDocuments`).
+    var lacking: String?
     for (page, folder) in zip(crawl.pages, crawl.folders) {
       // A mirrored page is the page that was crawled: its download is pinned to these bytes.
       if folder.listing != nil, let sha256 = page.sha256 {
@@ -35,6 +38,7 @@ extension PlanBuilder {
         let message = redactor.text("the listing \(page.url): \(page.failure ?? "cannot fetch it")")
         diagnostics.warning(spec.urlMark, message + "; the files under it fail with 'descriptor'")
         failAsOneTask(&record, message)
+        lacking = lacking ?? "the listing \(page.url) failed"
       } else if let listing = folder.listing, !listing.isComplete {
         // A page a limit cut short (its entries, its links): the files it lists run, but those
         // past the cut are missing from the plan, not gone upstream. The page fails as one task,
@@ -43,12 +47,14 @@ extension PlanBuilder {
         let message = redactor.text("the listing \(page.url) is incomplete: \(cut ?? "a limit cut it short")")
         diagnostics.warning(spec.urlMark, message + "; the files it lists run, and it fails with 'descriptor'")
         failAsOneTask(&record, message)
+        lacking = lacking ?? "the listing \(page.url) is incomplete"
       } else if page.outcome == .failed {
         // Upstream did not give the page: its stored copy plans the files it lists, which stay as
         // they were; the page fails as one task (the run fails, the session does not prune).
         let message = redactor.text("the listing \(page.url): \(page.failure ?? "cannot fetch it")")
         diagnostics.warning(spec.urlMark, message)
         failAsOneTask(&record, message)
+        lacking = lacking ?? "the listing \(page.url) failed"
       } else if let problem = page.failure {
         diagnostics.warning(spec.urlMark, redactor.text("the listing \(page.url): \(problem)"))
       }
@@ -61,6 +67,7 @@ extension PlanBuilder {
         session: Int32(sessionIndex), entry: Int32(entryIndex), url: masked, outcome: .failed, sha256: nil)
       failAsOneTask(&record, message, id: masked + "#limit")
       descriptors.append(record)
+      lacking = lacking ?? "the listing \(masked) is incomplete"
     }
     // Names a page lists that cannot be names: left out, each failing as a task of its own.
     for folder in crawl.folders {
@@ -70,6 +77,13 @@ extension PlanBuilder {
           id: redactor.url(folder.url) + "#" + ShownText.escaped(item.name, limit: 200), url: folder.url,
           session: sessionIndex, entry: entryIndex, code: .unsafePath, message: "\(item.message) (at \(item.mark))")
       }
+    }
+    let refusedBefore = refusedFiles.count
+    defer {
+      if refusedFiles.count > refusedBefore {
+        lacking = lacking ?? "the listed file \(text.string(refusedFiles[refusedBefore].task.id)) was left out"
+      }
+      if let lacking { blockPublication(of: spec.checksums ?? session.checksums, because: lacking) }
     }
     guard let folder = entryFolder(spec.to, at: spec.toMark ?? spec.urlMark) else { return }
     let context = context(

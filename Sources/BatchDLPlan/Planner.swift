@@ -162,6 +162,9 @@ package struct PlanBuilder {
   package var documentKeys: [String: String] = [:]
   /// A document's URL after redirects → its URL as written (`noteFinalURL`).
   package var documentAliases: [String: String] = [:]
+  /// Checksum files and signatures whose downloads are not published this run, and why
+  /// (`blockPublication`).
+  package var blockedDocuments: [String: String] = [:]
   package var checksumKeys: [String: String] = [:]
   package var folderPrefixes: [String: String?] = [:]
   /// Checksum files warned about for a weak digest.

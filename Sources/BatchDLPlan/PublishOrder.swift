@@ -11,18 +11,38 @@ extension PlanBuilder {
     if documentPins[url] == nil { documentPins[url] = pin }
   }
 
+  /// Notes that the checksum files (and signatures) of `spec` cover files the plan lacks (a listing
+  /// page failed, a listed file was left out): a download of one of them is not published this
+  /// run, since it would name files the mirror does not hold; the copy in place stays.
+  package mutating func blockPublication(of spec: ChecksumSpec?, because why: String) {
+    guard let spec else { return }
+    for source in spec.files {
+      if source.isURL, blockedDocuments[documentKey(source.location)] == nil {
+        blockedDocuments[documentKey(source.location)] = why
+      }
+      if let signature = source.signature, source.signatureIsURL, blockedDocuments[documentKey(signature)] == nil {
+        blockedDocuments[documentKey(signature)] = why
+      }
+    }
+  }
+
   /// Publish order: a download whose URL is a document that covers other downloads (of any
   /// session) waits for all of them, so that it is placed last; it must also be the very bytes the
   /// plan read (the descriptor's SHA-256), and fails as the files it covers do when the document
   /// failed (a bad signature publishes no checksum file).
   package mutating func orderPublishing() {
-    guard !coveredByDocument.isEmpty || !documentPins.isEmpty else { return }
+    guard !coveredByDocument.isEmpty || !documentPins.isEmpty || !blockedDocuments.isEmpty else { return }
     for index in tasks.indices where tasks[index].kind == .download {
       let request = tasks[index].request
       var url = text.string(requests[Int(request)].url)
       // A download of the URL a document was served from after a redirect is that document's.
       if documentPins[url] == nil, coveredByDocument[url] == nil, let written = documentAliases[url] { url = written }
       if let pin = documentPins[url] { pinDocument(index, pin) }
+      if let why = blockedDocuments[url], refusedRequests[request] == nil {
+        refusedRequests[request] = DocumentFailure(
+          code: .dependency,
+          message: "not published: it covers files this run could not include (\(why)); the copy in place stays")
+      }
       guard let waited = coveredByDocument[url] else { continue }
       var dependencies = Set(requests[Int(request)].dependencies)
       for other in waited where other != request && Int(other) < requests.count {

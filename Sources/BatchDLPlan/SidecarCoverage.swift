@@ -84,7 +84,7 @@ extension PlanBuilder {
       }
     }
     if !verified { return .unverified }
-    if let digest { return .digest(digest, others: []) }
+    if let digest { return .digest(digest, others: [], byFileName: false) }
     return .none
   }
 
@@ -140,7 +140,9 @@ extension PlanBuilder {
   private mutating func coverBySidecar(_ sidecarURL: String, sha256: String?) {
     let key = documentKey(sidecarURL)
     lastCoverage.append(key)
-    if let sha256 { pinPublished(key, .digest(ExpectedDigest(algorithm: .sha256, hex: sha256), others: [])) }
+    if let sha256 {
+      pinPublished(key, .digest(ExpectedDigest(algorithm: .sha256, hex: sha256), others: [], byFileName: false))
+    }
   }
 
   /// Lists a sidecar among the plan's descriptors, once.

@@ -136,9 +136,10 @@ struct RunCommand: ParsableCommand {
     }
     // Documents are fetched before planning: the lock and the state folder are checked first, so
     // that a run that stops on them has sent nothing.
+    let heldLock: StateLock?
     do {
       let resolvedShard = shard.flatMap { try? Shard.resolve($0, shards: shards, environment: environment).get() }
-      try RunPreflight.check(manifestPath: manifest, statePath: state, shard: resolvedShard)
+      heldLock = try RunPreflight.check(manifestPath: manifest, statePath: state, shard: resolvedShard)
     } catch {
       stderr.write("batchdl: \(error)\n")
       writeNotRun(status: error.status, reason: error.description)
@@ -207,7 +208,8 @@ struct RunCommand: ParsableCommand {
       }
     }
     do {
-      let runner = Runner(plan: plan, options: options)
+      // The lock taken before the documents were fetched is held until the process exits.
+      let runner = Runner(plan: plan, options: options, lock: heldLock)
       let status = try runner.run()
       // Everything is written: end the process here, without tearing down the plan and the run's
       // records one object at a time (for a big manifest, a noticeable part of the run).

@@ -89,9 +89,14 @@ public final class Runner {
   /// Set from the signal handler's queue; read on the engine's thread.
   private let interrupted = AtomicFlag()
 
-  public init(plan: Plan, options: RunOptions) {
+  /// The lock taken before the run's documents were fetched (`RunPreflight`), held to the end.
+  private let heldLock: StateLock?
+
+  /// `lock`: the state folder's lock when the caller took it already (`RunPreflight.check`).
+  public init(plan: Plan, options: RunOptions, lock: StateLock? = nil) {
     self.plan = plan
     self.options = options
+    heldLock = lock
     state = StateFolder(option: options.statePath, manifest: plan.manifest, shard: options.shard)
     requests = plan.order.filter { index in
       let request = plan.requests[Int(index)]
@@ -162,8 +167,15 @@ public final class Runner {
 
   /// The state folder's lock: `lock` for a run, a worker's own for a background session.
   private func takeLock() throws(RunError) -> StateLock {
+    if let heldLock { return heldLock }
+    return try Self.lock(state, name: options.lockName ?? state.lockName)
+  }
+
+  /// Takes lock `name` of `state`'s folder, as a run's error when it cannot be taken.
+  static func lock(_ state: StateFolder, name: String) throws(RunError) -> StateLock {
+    let stateFolder = state.path
     do {
-      return try StateLock(folder: stateFolder, name: options.lockName ?? state.lockName)
+      return try StateLock(folder: stateFolder, name: name)
     } catch let held as StateLock.Held {
       throw .locked(held)
     } catch let error as SystemError where error.code == ENOSPC {
