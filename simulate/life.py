@@ -196,6 +196,10 @@ class Simulation:
         return os.path.relpath(path, self.root)
 
     def owner(self, path):
+        # The session whose task writes the path; else the one whose dest holds it most closely
+        # (two sessions may share a dest).
+        if path in self.expected:
+            return self.expected[path][1]
         best = None
         for s in self.manifest.sessions:
             if path.startswith(s.dest_path + "/") and (best is None or len(s.dest_path) > len(best.dest_path)):
