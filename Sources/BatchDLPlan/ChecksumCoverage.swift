@@ -236,6 +236,22 @@ extension PlanBuilder {
 
   /// Lists a checksum file given by URL (and its signature) among the plan's descriptors, once,
   /// and notes what a download of either must be (`documentPins`).
+  /// Records the checksum files (and signatures) the manifest names that no planned file made
+  /// the plan read (an empty list, a listing with nothing selected): a night on which one could
+  /// not be fetched or checked is still not a success.
+  package mutating func recordUnusedChecksumFiles() {
+    for (sessionIndex, session) in manifest.sessions.enumerated() {
+      for (entryIndex, entry) in session.tasks.enumerated() {
+        guard let spec = entry.checksums ?? session.checksums else { continue }
+        for source in spec.files where source.isURL {
+          let key = checksumKey(source, keyring: spec.keyring, session: session, sessionIndex: sessionIndex)
+          guard !recordedDocuments.contains(key), let document = descriptorSet?.checksums[key] else { continue }
+          record(document, key: key, source: source, session: sessionIndex, entry: entryIndex)
+        }
+      }
+    }
+  }
+
   private mutating func record(
     _ document: ChecksumDocument, key: String, source: ChecksumSource, session: Int, entry: Int
   ) {

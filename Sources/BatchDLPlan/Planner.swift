@@ -50,6 +50,7 @@ public struct Planner {
       clashes.merge(found) { first, _ in first }
       several.merge(stale) { $0.union($1) }
     } while true
+    builder.recordUnusedChecksumFiles()
     builder.resolveAfter()
     builder.checkPublishCycles()
     let order = builder.diagnostics.hasErrors ? [] : builder.schedule()

@@ -21,8 +21,9 @@ public enum RunPreflight {
   ) throws(RunError) -> StateLock? {
     let (manifest, diagnostics) = ManifestLoader.read(path: manifestPath, environment: environment)
     // An invalid manifest is the planner's to report.
-    guard let manifest, !diagnostics.contains(where: { $0.severity == .error }), Descriptors.needed(by: manifest),
-      manifest.sessions.contains(where: { $0.kind != .ephemeral })
+    // (Ephemeral sessions too: their runs take the lock as well, and two of them at once must not
+    // both fetch.)
+    guard let manifest, !diagnostics.contains(where: { $0.severity == .error }), Descriptors.needed(by: manifest)
     else { return nil }
     let state = StateFolder(option: statePath, manifest: manifest, shard: shard)
     if let held = StateLock.holding(folder: state.path, name: state.lockName) { throw .locked(held) }
