@@ -61,19 +61,26 @@ struct FailureGroups {
 
   private(set) var groups: [Group] = []
   private var index: [FailureCause: Int] = [:]
+  /// Groups by their exact code and message: a failure that says word for word what another said
+  /// is of its cause, even when its own name appears in the message (a checksum file whose
+  /// signature is bad fails with the same words as the files it covers).
+  private var exact: [String: Int] = [:]
 
   /// Adds a failure of the task `name` (shown), with `code` and `message`; `names`: what names the
   /// task in a message (its id, destination and URL).
   mutating func add(name: String, code: String, message: String, names: [String]) {
     let cause = FailureCause(code: code, message: message, names: names)
     let number: Int
-    if let found = index[cause] {
+    if let found = exact[code + "\n" + message] {
+      number = found
+    } else if let found = index[cause] {
       number = found
     } else {
       number = groups.count
       index[cause] = number
       groups.append(Group(cause: cause, message: message))
     }
+    if exact[code + "\n" + message] == nil { exact[code + "\n" + message] = number }
     groups[number].count += 1
     // The first names in byte order, whatever order the tasks ended in: the mail reads the same.
     var names = groups[number].names
@@ -100,5 +107,6 @@ struct FailureGroups {
   mutating func removeAll() {
     groups = []
     index = [:]
+    exact = [:]
   }
 }

@@ -33,17 +33,24 @@ extension ReportDiff {
     var members: [[Change]] = []
     var texts: [[String]] = []
     var keys: [Key: Int] = [:]
+    // The same words with the same mark are one cause, whatever names are in them.
+    var exact: [Key: Int] = [:]
     for change in changes {
       let text = describeChange(change)
       let names = [change.old, change.new].compactMap { $0 }.flatMap { [$0.id, $0.to ?? "", $0.url] }
       let key = Key(
         mark: mark(change), regression: change.regression, shape: FailureCause.shape(of: text, names: names))
-      if Self.isFailure(change), let number = keys[key] {
+      let words = Key(mark: key.mark, regression: key.regression, shape: text)
+      if Self.isFailure(change), let number = exact[words] ?? keys[key] {
         members[number].append(change)
         texts[number].append(text)
+        if exact[words] == nil { exact[words] = number }
         continue
       }
-      if Self.isFailure(change) { keys[key] = lines.count }
+      if Self.isFailure(change) {
+        keys[key] = lines.count
+        exact[words] = lines.count
+      }
       lines.append(ChangeLine(mark: key.mark, subject: change.id, text: text, regression: change.regression))
       members.append([change])
       texts.append([text])
