@@ -173,6 +173,9 @@ def main():
                 os.kill(int(f.read()), 0)
             workdir = tempfile.mkdtemp(prefix="batchdl-simulate-")
         except (OSError, ValueError):
+            # A simulation that was killed leaves its gpg-agent serving the old keyring folder.
+            subprocess.run(["gpgconf", "--homedir", os.path.join(workdir, "gnupg"), "--kill", "gpg-agent"],
+                           capture_output=True)
             shutil.rmtree(workdir, ignore_errors=True)
             os.makedirs(workdir)
     with open(os.path.join(workdir, "pid"), "w") as f:
