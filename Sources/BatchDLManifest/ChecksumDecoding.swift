@@ -71,14 +71,7 @@ extension ManifestDecoder {
     var spec = ChecksumSpec(files: files, mark: list.mark)
     if let unlisted = unlisted(node) { spec.unlisted = unlisted }
     if let keyring = node["keyring"] {
-      if let path = string(keyring, what: "keyring", expand: .plain) {
-        if path.isEmpty || path.contains("://") {
-          diagnostics.error(keyring.mark, "keyring is the path of an OpenPGP public keyring (a file), not '\(path)'")
-        } else {
-          spec.keyring = path
-          spec.keyringMark = keyring.mark
-        }
-      }
+      decodeKeyring(keyring, into: &spec)
     } else if let signed = files.first(where: { $0.signature != nil }), let mark = signed.signatureMark {
       diagnostics.error(
         mark,
@@ -86,6 +79,17 @@ extension ManifestDecoder {
       )
     }
     return files.isEmpty ? nil : spec
+  }
+
+  /// Reads `keyring:` (the path of an OpenPGP public keyring) into `spec`.
+  package mutating func decodeKeyring(_ keyring: YAMLNode, into spec: inout ChecksumSpec) {
+    guard let path = string(keyring, what: "keyring", expand: .plain) else { return }
+    if path.isEmpty || path.contains("://") {
+      diagnostics.error(keyring.mark, "keyring is the path of an OpenPGP public keyring (a file), not '\(path)'")
+    } else {
+      spec.keyring = path
+      spec.keyringMark = keyring.mark
+    }
   }
 
   private mutating func sign(_ source: inout ChecksumSource, with node: YAMLNode) {

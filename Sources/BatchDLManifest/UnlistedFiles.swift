@@ -41,14 +41,7 @@ extension ManifestDecoder {
       }
     }
     if let keyring = node["keyring"] {
-      if let path = string(keyring, what: "keyring", expand: .plain) {
-        if path.isEmpty || path.contains("://") {
-          diagnostics.error(keyring.mark, "keyring is the path of an OpenPGP public keyring (a file), not '\(path)'")
-        } else {
-          spec.keyring = path
-          spec.keyringMark = keyring.mark
-        }
-      }
+      decodeKeyring(keyring, into: &spec)
       if !spec.signatureSidecar && node["signature"] == nil {
         diagnostics.error(
           keyring.mark,
