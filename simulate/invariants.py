@@ -10,13 +10,16 @@ returns (invariant, message) pairs; the numbers are those of docs/testing.md:
 4. A mirrored checksum file that the manifest checks with (`checksums:`), placed this night, names
    no file the mirror lacks or holds otherwise (not promised by a sharded run: each shard places
    it after its own files only). During the run, each file such a checksum file names is there,
-   with the entry's bytes or newer ones upstream's checksum file gave later.
+   with the entry's bytes or newer ones upstream's checksum file gave later. batchdl never places
+   a listing page (pages are documents, kept in the state folder), so there is no index page to
+   read: a page in a dest would be a file no task named (2).
 5. Prune deletes only files upstream no longer lists, in a pruning session that did not fail in
    the run that pruned,
    never more than max_delete, never the user's file; no file upstream still lists is lost.
 6. Nothing is written outside the dests, the state folder and the named outputs (the canary).
 7. A quiet night (no upstream change, no fault, the night before exited 0) sends only the
-   documents' requests: no file is fetched again.
+   documents' requests: no file is fetched again. Across a signalled run and the run after it,
+   no file is sent twice beyond the resume bound (`check_resume`).
 8. The exit code, the report and the metrics agree with each other and with the disk; a second
    run started during a run exits 4; a damaged state folder exits 5 and sends nothing.
 9. The secret of the manifest's header is in no file written and in no request to the mirror
@@ -128,7 +131,7 @@ def check_mirrored_sums(sim, before, after):
                 lines = f.read().decode("utf-8", "surrogateescape").splitlines()
             for line in lines:
                 hexdigest, _, name = line.partition("  ")
-                if name.count("/") >= t.depth or ("/" not in name and name not in u.files):
+                if name.count("/") >= t.depth or ("/" not in name and (name not in u.files or (name, hexdigest) in u.bare)):
                     continue
                 path = os.path.join(folder, name)
                 if path not in after:
@@ -182,7 +185,10 @@ class Reader(threading.Thread):
         problem = None
         for line in data.decode("utf-8", "surrogateescape").splitlines():
             hexdigest, _, name = line.partition("  ")
-            if name.count("/") >= depth or ("/" not in name and name not in self.sim.upstream.files):
+            # A bare-name entry names a nested file (docs/mirroring.md), even once upstream adds a
+            # file of that name at the top: an older checksum file's entry is still the nested one's.
+            u = self.sim.upstream
+            if name.count("/") >= depth or ("/" not in name and (name not in u.files or (name, hexdigest) in u.bare)):
                 continue
             try:
                 have = self.digest(os.path.join(folder, name))
@@ -252,6 +258,100 @@ def check_quiet_night(sim, night):
         yield 7, "a night without change sent %d file requests (%r first)" % (len(fetched), fetched[0])
 
 
+# The resume bound (docs/run.md, "Re-runs and resume"): a partial file is synced every second
+# (the first time a second into its transfer), what reached the disk is recorded at most four times
+# a second, results too; a body under 64 KiB is held in memory and starts over; SIGTERM syncs and
+# checkpoints every transfer in flight; only a strong validator makes a file resumable.
+CHECKPOINT_EVERY, COMMIT_EVERY, IN_MEMORY = 1.0, 0.25, 64 * 1024
+SLACK = 1.0  # a loaded machine's scheduling, and bytes written to the socket not yet read
+
+
+def intervals(entries):
+    """The byte ranges of a file the entries' bodies carried: sorted, merged [a, b) pairs."""
+    spans = sorted((e["start"], e["start"] + e["sent"]) for e in entries if e.get("sent"))
+    merged = []
+    for a, b in spans:
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return merged
+
+
+def overlap(xs, ys):
+    return sum(max(0, min(b, d) - max(a, c)) for a, b in xs for c, d in ys)
+
+
+def sent_after(entry, t):
+    """The bytes of an entry's body the server wrote after time t."""
+    return entry["sent"] - max((n for when, n in entry["progress"] if when <= t), default=0)
+
+
+def allowance(entry, kind, killed_at, resumable):
+    """What the re-run may send again of the bytes one response of the signalled run carried:
+    all of them when the file restarts whole (no strong validator, never checkpointed: the
+    transfer ran under a second, or what must be kept is under 64 KiB, once a body in memory),
+    else the bytes past its last checkpoint: those written in the last CHECKPOINT_EVERY +
+    COMMIT_EVERY (+ SLACK) before the SIGKILL or the transfer's end, or in the last SLACK before a
+    SIGTERM that found it in flight."""
+    progress, sent = entry["progress"], entry["sent"]
+    first, last = progress[0][0], progress[-1][0]
+    in_flight = sent < entry["body"] and kind == "term"
+    end = killed_at if sent < entry["body"] else min(last, killed_at)
+    if not resumable or end - first < CHECKPOINT_EVERY + SLACK:
+        return sent
+    window = SLACK if in_flight else CHECKPOINT_EVERY + COMMIT_EVERY + SLACK
+    recent = sent_after(entry, end - window)
+    return sent if sent - recent < IN_MEMORY else recent
+
+
+def check_resume(sim, night):
+    """Invariant 7's second half: across a signalled run and the run after it, no file is fetched
+    twice beyond the resume bound. For each file of a default session without `refresh` (one task
+    per upstream path, no reset on it tonight, within `max_size`), over the Python server's log:
+    - a file the signalled run fetched whole and the mirror held with upstream's bytes after it is
+      not sent again (a 304 is fine), unless a SIGKILL came within COMMIT_EVERY + SLACK of its
+      body's end (its result may not be recorded yet);
+    - of a file the signalled run fetched in part, the bytes both runs were sent are at most the sum
+      of `allowance` over the signalled run's responses."""
+    if not night.signalled or sim.nginx:
+        return
+    kind, killed_at = night.signalled
+    u = sim.upstream
+    skip = set(u.checksum_files())
+    named = {}
+    for path, (upath, s, t) in sim.expected.items():
+        named.setdefault(upath, []).append((path, s))
+    resets = {e["path"] for e in night.log if e.get("fault") == "reset"}
+    before_ids = {id(e) for e in night.signalled_log}
+    for upath, dests in sorted(named.items()):
+        path, s = dests[0]
+        rel = "/pub/" + upath
+        if (len(dests) > 1 or upath in skip or rel in resets or s.kind != "default" or s.refresh
+                or (s.max_size and len(u.documents()[upath][0]) > s.max_size)):
+            continue
+        first = [e for e in night.signalled_log if e["path"] == rel and "progress" in e]
+        second = [e for e in night.log if e["path"] == rel and "progress" in e and id(e) not in before_ids]
+        if not first or not second:
+            continue
+        current = sha256(u.documents()[upath][0])
+        whole = [e for e in first if e["sent"] == e["body"] and e["start"] + e["body"] == e["size"] and e["sent"]]
+        again = sum(e["sent"] for e in second)
+        if whole and night.after_signal.get(path) == current:
+            if again and not (kind == "kill" and max(e["progress"][-1][0] for e in whole) > killed_at - COMMIT_EVERY - SLACK):
+                yield 7, "%s was fetched whole and placed before the %s, and the run after sent %d bytes of it again" % (
+                    rel, "SIGKILL" if kind == "kill" else "SIGTERM", again)
+            continue
+        if whole:
+            continue  # fetched whole but not placed (a checksum mismatch, a kill before placing): sent from 0
+        dup = overlap(intervals(first), intervals(second))
+        bound = sum(allowance(e, kind, killed_at, u.validators) for e in first if e["sent"])
+        if dup > bound:
+            yield 7, "%s: %d bytes sent before the %s were sent again, more than the resume bound %d (Range %s)" % (
+                rel, dup, "SIGKILL" if kind == "kill" else "SIGTERM", bound,
+                ", ".join("none" if e.get("range") is None else str(e["range"]) for e in second))
+
+
 def check_report(sim, night, after):
     rc = night.rc
     if rc not in (0, 1, 3, 6):
@@ -306,7 +406,7 @@ def check_secret(sim, night):
 def check_all(sim, night, before, after, canary_before):
     for check in (check_processes(night), check_bytes(sim, after), check_exit_zero(sim, night, after),
                   check_mirrored_sums(sim, before, after), check_prune(sim, night, before, after),
-                  check_canary(sim, canary_before), check_quiet_night(sim, night),
+                  check_canary(sim, canary_before), check_quiet_night(sim, night), check_resume(sim, night),
                   check_report(sim, night, after),
                   check_secret(sim, night)):
         yield from check

@@ -102,6 +102,8 @@ class Night:
         self.rc, self.expected_rc, self.document_failed, self.log = None, False, None, []
         self.quiet = False  # no change, no fault, no event, and the night before exited 0
         self.metrics = []  # (exit code, metrics file) of each run whose metrics count
+        self.signalled = None  # ("kill" or "term", time) when a run was signalled
+        self.signalled_log, self.after_signal = [], {}  # its requests; the mirror after it
 
     def report(self):
         return inv.report_json(os.path.join(self.sim.outputs, "report.json"))
@@ -358,10 +360,15 @@ class Simulation:
             def fire():  # in the server's thread, on the at-th request: the run is then idle
                 started.wait(10)
                 wait_idle(procs[0].popen.pid)
+                if procs[0].popen.poll() is None:
+                    night.signalled = (kind, time.time())
                 procs[0].signal(signal.SIGKILL if kind == "kill" else signal.SIGTERM)
 
-            if not self.nginx:
-                self.server.faults.trap = Trap(at, fire)
+            if not self.nginx:  # in half the nights (a generator of their own), in a file's body
+                mid = random.Random("mid %d %d" % (self.seed, night.number)).random() < 0.5
+                self.server.faults.trap = Trap(at, fire, mid)
+                if mid:
+                    night.events.append("(in a body of at least %d KiB)" % (Trap.MID_BODY // 1024))
             procs.append(self.start(night, "run (to be signalled)", self.run_args("signalled")))
             started.set()
             if self.nginx:  # nginx holds no request: the kill follows its access log
@@ -374,6 +381,9 @@ class Simulation:
                 threading.Thread(target=watch, daemon=True).start()
             rc = procs[0].wait()
             self.server.faults.trap = None
+            # What the signalled run was sent, and what the mirror held after it (invariant 7).
+            night.signalled_log = list(self.server.log) + list(self.mirror.log)
+            night.after_signal = inv.mirror_files(self)
             if kind == "term" and rc not in (0, 1, 3, 6) and rc >= 0:
                 night.extra_violations.append((8, "SIGTERM: exit %d, want 3" % rc))
         if kind == "twice":

@@ -1,6 +1,9 @@
 """The upstream's web server: 127.0.0.1, an ephemeral port, HTTP/1.1 with keep-alive, and
 switches for the faults of a night (down, a page answering 500, a listing cut short, a slow body,
-a reset connection). It logs every request, so the checks can see what was asked and answered.
+a reset connection). It logs every request, so the checks can see what was asked and answered:
+for a file, also the `Range` start asked (`range`), the byte its body starts at (`start`), the
+bytes of its body (`body`) and those written to the socket (`sent`), with the time after each
+piece written (`progress`: (time, bytes written so far)).
 """
 
 import email.utils
@@ -28,23 +31,41 @@ class Faults:
 class Trap:
     """Calls `fire` when the server sees its Nth request (counted over both origins), and holds
     every later request until `fire` returns: a kill lands at the same point of the run on any
-    machine, so a seed replays exactly."""
+    machine, so a seed replays exactly. A `mid` trap instead fires in the middle of the first file
+    body of at least MID_BODY bytes at or after the Nth request, after dripping its first half for
+    MID_DRIP seconds (past the first checkpoint), whatever N, and holds nothing: the resume bound is checked
+    on a transfer the signal cut."""
 
-    def __init__(self, n, fire):
-        self.n, self.fire, self.seen = n, fire, 0
+    MID_BODY, MID_DRIP = 192 * 1024, 4.0
+
+    def __init__(self, n, fire, mid=False):
+        self.n, self.fire, self.seen, self.mid, self.claimed = n, fire, 0, mid, False
         self.lock, self.done = threading.Lock(), threading.Event()
 
     def request(self):
         with self.lock:
             self.seen += 1
             mine = self.seen == self.n
+        if self.mid:
+            return
         if mine:
-            try:
-                self.fire()
-            finally:
-                self.done.set()
+            self.spring()
         elif self.seen > self.n:
             self.done.wait(30)
+
+    def spring(self):
+        try:
+            self.fire()
+        finally:
+            self.done.set()
+
+    def claim(self, size):
+        """Whether a file body of `size` bytes is the one a mid trap cuts (once)."""
+        with self.lock:
+            if not self.mid or self.claimed or size < self.MID_BODY:
+                return False
+            self.claimed = True
+            return True
 
 
 class Server:
@@ -153,6 +174,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             status = 206
             headers["Content-Range"] = "bytes %d-%d/%d" % (start, len(data) - 1, len(data))
         body = data[start:]
+        entry.update({"range": int(wanted[6:-1] or 0) if wanted.startswith("bytes=") and wanted.endswith("-")
+                      and wanted[6:-1].isdigit() else None, "start": start, "size": len(data)})
         if reset:
             entry["fault"] = "reset"
             return self._send(entry, status, body, headers, head, cut=len(body) // 2, rst=True)
@@ -168,14 +191,30 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if head or status == 304:
             return
         payload = body if cut is None else body[:cut]
+        entry.update({"body": len(body), "sent": 0, "progress": []})
+        slow = self.sim.faults.slow
+        trap = self.sim.faults.trap
+        cut_here = trap is not None and "size" in entry and trap.claim(len(payload))
+        pieces = []
+        if cut_here:  # the first half in 60 drips over MID_DRIP seconds, then the signal
+            step = max(1, len(payload) // 120)
+            pieces = [(i, i + step, trap.MID_DRIP / 60) for i in range(0, step * 60, step)]
+            pieces.append((step * 60, step * 60, None))
+        piece = 16384 if slow else 65536
+        start = pieces[-1][1] if pieces else 0
+        pieces += [(i, min(len(payload), i + piece), 0.004 if slow else 0) for i in range(start, len(payload), piece)]
         try:
-            if self.sim.faults.slow:
-                for i in range(0, len(payload), 16384):
-                    self.wfile.write(payload[i:i + 16384])
-                    self.wfile.flush()
-                    time.sleep(0.004)
-            else:
-                self.wfile.write(payload)
+            for a, b, pause in pieces:
+                if pause is None:  # the signal, then the connection closes: the rest is never sent
+                    trap.spring()
+                    self.close_connection = True
+                    return
+                self.wfile.write(payload[a:b])
+                self.wfile.flush()
+                entry["sent"] = b
+                entry["progress"].append((time.time(), b))
+                if pause:
+                    time.sleep(pause)
             self.wfile.flush()
         except OSError:
             self.close_connection = True

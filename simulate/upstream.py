@@ -58,6 +58,7 @@ class Upstream:
         self.served = {}  # path -> every SHA-256 ever served for it
         self.entries = {}  # name in the checksum file -> every SHA-256 it ever gave
         self.history = {}  # name in the checksum file -> the digests it gave, in order
+        self.bare = set()  # (name, hex digest) of each bare-name entry ever published for a nested file
         self.signer = None
 
     def _new_bytes(self, size=None):
@@ -99,6 +100,7 @@ class Upstream:
             base = path.rsplit("/", 1)[-1]
             if "/" in path and self.rng.random() < 0.05 and base not in self.files and base not in names:
                 name = base  # a bare-name entry for a nested file
+                self.bare.add((name, algorithm(data).hexdigest()))
             if self.lazy_sums and self.rng.random() < 0.1:
                 continue
             names[name] = path
