@@ -57,7 +57,7 @@ class Upstream:
         self.pending = {}  # path -> bytes already in the checksum file, not yet uploaded
         self.served = {}  # path -> every SHA-256 ever served for it
         self.entries = {}  # name in the checksum file -> every SHA-256 it ever gave
-        self.history = {}  # name in the checksum file -> the digests it gave, in order
+        self.history = {}  # name in the checksum file (and file path) -> the digests given, in order
         self.bare = set()  # (name, hex digest) of each bare-name entry ever published for a nested file
         self.signer = None
 
@@ -107,6 +107,8 @@ class Upstream:
             lines.append(algorithm(data).hexdigest() + "  " + name)
             self.entries.setdefault(name, set()).add(sha256(data))
             self.history.setdefault(name, []).append(algorithm(data).hexdigest())
+            if name != path:  # the file's own history too: a later path entry names the same file
+                self.history.setdefault(path, []).append(algorithm(data).hexdigest())
         self.sums_names = names
         self.sums_text = ("\n".join(lines) + "\n").encode()
         self.sums_digests = {path: sha256(self.pending.get(path, self.files[path].data))
