@@ -305,7 +305,7 @@ def allowance(entry, kind, killed_at, resumable):
     return sent if sent - recent < IN_MEMORY else recent
 
 
-def check_resume(sim, night):
+def check_resume(sim, night, before):
     """Invariant 7's second half: across a signalled run and the run after it, no file is fetched
     twice beyond the resume bound. For each file of a default session without `refresh` (one task
     per upstream path, no reset on it tonight, within `max_size`), over the Python server's log:
@@ -337,7 +337,9 @@ def check_resume(sim, night):
         current = sha256(u.documents()[upath][0])
         whole = [e for e in first if e["sent"] == e["body"] and e["start"] + e["body"] == e["size"] and e["sent"]]
         again = sum(e["sent"] for e in second)
-        if whole and night.after_signal.get(path) == current:
+        # Placed by the signalled run: the current bytes are there after it and were not before
+        # (a file already in place that fails its check again is fetched again, rightly).
+        if whole and night.after_signal.get(path) == current and before.get(path) != current:
             if again and not (kind == "kill" and max(e["progress"][-1][0] for e in whole) > killed_at - COMMIT_EVERY - SLACK):
                 yield 7, "%s was fetched whole and placed before the %s, and the run after sent %d bytes of it again" % (
                     rel, "SIGKILL" if kind == "kill" else "SIGTERM", again)
@@ -368,7 +370,8 @@ def check_report(sim, night, after):
         yield 8, "exit 0 but the report has %s %s" % (bad[0].get("id") if bad else "", "failed")
     if rc == 1 and not bad and not report.get("hooks"):
         yield 8, "exit 1 but no task failed in the report"
-    if rc == 6 and not any(p.get("outcome") == "refused" for p in report.get("prune", [])):
+    prunes = [p for r in [report] + night.worker_reports() for p in (r or {}).get("prune", [])]
+    if rc == 6 and not any(p.get("outcome") == "refused" for p in prunes):
         yield 8, "exit 6 but no prune refused in the report"
     for t in tasks:
         if t.get("outcome") in ("completed", "unchanged") and t.get("kind") == "download" and t.get("to"):
@@ -406,7 +409,7 @@ def check_secret(sim, night):
 def check_all(sim, night, before, after, canary_before):
     for check in (check_processes(night), check_bytes(sim, after), check_exit_zero(sim, night, after),
                   check_mirrored_sums(sim, before, after), check_prune(sim, night, before, after),
-                  check_canary(sim, canary_before), check_quiet_night(sim, night), check_resume(sim, night),
+                  check_canary(sim, canary_before), check_quiet_night(sim, night), check_resume(sim, night, before),
                   check_report(sim, night, after),
                   check_secret(sim, night)):
         yield from check
