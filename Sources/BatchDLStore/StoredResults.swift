@@ -63,12 +63,13 @@ public struct StoredResults: Sendable {
     if let row = plan.text.withBytes(task.id, { find($0) }) { return entry(at: Int(row)) }
     // A result recorded when the id under an absolute `dest` was relative to it (`RELATIVE`, now
     // `SESSION:RELATIVE` in a manifest of several sessions).
-    let qualifier = Array(plan.manifest.sessions[Int(task.session)].name.utf8) + [0x3A]
+    let session = plan.manifest.sessions[Int(task.session)].name.utf8
     if let row = plan.text.withBytes(
       task.id,
       { id -> Int32? in
-        guard id.count > qualifier.count, id.starts(with: qualifier) else { return nil }
-        return find(UnsafeRawBufferPointer(rebasing: id[qualifier.count...]))
+        // `SESSION:` before the rest, compared in place (a first run misses here for every task).
+        guard id.count > session.count + 1, id[session.count] == 0x3A, id.starts(with: session) else { return nil }
+        return find(UnsafeRawBufferPointer(rebasing: id[(session.count + 1)...]))
       })
     {
       return entry(at: Int(row))

@@ -53,21 +53,26 @@ public final class FolderStatus: Sendable {
   /// the file itself is looked at without following a link, as prune and placement do. A path on
   /// which a link stands reads as no file (nil). `root` itself may be a link: the user chose it.
   public func status(_ path: String, below root: String) -> (size: Int64, modified: Int64)? {
-    let prefix = root.hasSuffix("/") ? root : root + "/"
-    guard path.utf8.count > prefix.utf8.count, path.utf8.starts(with: prefix.utf8) else { return status(path) }
+    // `root` and a `/`, compared on the bytes: no String is made per file (every unchanged task asks).
+    let rootLength = root.utf8.count - (root.hasSuffix("/") ? 1 : 0)
+    let prefixLength = rootLength + 1
+    guard path.utf8.count > prefixLength, path.utf8.starts(with: root.utf8.prefix(rootLength)),
+      path.utf8.dropFirst(rootLength).first == UInt8(ascii: "/")
+    else { return status(path) }
     return path.withCString { cPath -> (size: Int64, modified: Int64)? in
       let length = strlen(cPath)
       let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(cPath).assumingMemoryBound(to: UInt8.self), count: length)
       guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")), slash + 1 < length else { return nil }
       let folder = UnsafeBufferPointer(rebasing: bytes[..<slash])
       return open.withLock { open -> (size: Int64, modified: Int64)? in
-        // The cache key marks a folder opened without links by a leading NUL (no path has one).
-        let key = [0] + Array(folder)
-        if !open.path.elementsEqual(key) {
+        // The cache key marks a folder opened without links by a leading NUL (no path has one);
+        // it is made only when the folder changes.
+        if !(open.path.first == 0 && open.path.count == folder.count + 1 && open.path.dropFirst().elementsEqual(folder))
+        {
           if open.descriptor >= 0 { close(open.descriptor) }
-          open.path = key
+          open.path = [0] + Array(folder)
           open.descriptor = Self.openWithoutLinks(
-            root: root, below: Array(folder.dropFirst(min(folder.count, prefix.utf8.count))))
+            root: root, below: Array(folder.dropFirst(min(folder.count, prefixLength))))
         }
         guard open.descriptor >= 0 else { return nil }
         var info = stat()

@@ -24,4 +24,30 @@ import Testing
     }
     #expect(files.status(base + "/a/b/one.bin")?.size == 10)
   }
+
+  /// Below a root, no link is followed: a linked folder or a linked file reads as no file, whatever
+  /// way the root is written, and the cached folder never answers for another one.
+  @Test func belowARootNoLinkIsFollowed() throws {
+    let folder = TemporaryDirectory()
+    let base = folder.path
+    let outside = TemporaryDirectory()
+    try FileAccess.makeDirectories(base + "/m/real")
+    try FileAccess.makeDirectories(outside.path + "/sub")
+    #expect(FileManager.default.createFile(atPath: base + "/m/real/f.bin", contents: Data(repeating: 1, count: 10)))
+    #expect(
+      FileManager.default.createFile(atPath: outside.path + "/sub/f.bin", contents: Data(repeating: 2, count: 20)))
+    #expect(symlink(outside.path + "/sub", base + "/m/linked") == 0)
+    #expect(symlink(outside.path + "/sub/f.bin", base + "/m/real/link.bin") == 0)
+    let files = FolderStatus()
+    for root in [base + "/m", base + "/m/"] {
+      #expect(files.status(base + "/m/real/f.bin", below: root)?.size == 10)
+      #expect(files.status(base + "/m/linked/f.bin", below: root) == nil)
+      #expect(files.status(base + "/m/real/link.bin", below: root) == nil)
+      #expect(files.status(base + "/m/real/f.bin", below: root)?.size == 10)
+      // Outside the root the answer is a plain stat's.
+      #expect(files.status(outside.path + "/sub/f.bin", below: root)?.size == 20)
+    }
+    // A root that is only a prefix of a folder's name is not that folder's root.
+    #expect(files.status(base + "/m/real/f.bin", below: base + "/m/re")?.size == 10)
+  }
 }
