@@ -1,6 +1,12 @@
 import BatchDLSupport
 
-/// Expands `${NAME}` and `${NAME:-fallback}` from the environment; `$${` is a literal `${`.
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Expands `${NAME}` and `${NAME:-fallback}` from the environment, and `${file:PATH}` from a file
+/// (its trailing newline dropped; a relative path is read from `directory`, the manifest's
+/// folder); `$${` is a literal `${`.
 package struct EnvironmentExpansion {
   package struct Problem: Error {
     /// Offset in characters from the start of the text.
@@ -14,7 +20,9 @@ package struct EnvironmentExpansion {
     package var substituted: [Secret]
   }
 
-  package static func expand(_ text: String, environment: [String: String]) -> Swift.Result<Result, Problem> {
+  package static func expand(
+    _ text: String, environment: [String: String], directory: String = ""
+  ) -> Swift.Result<Result, Problem> {
     guard text.contains("$") else { return .success(Result(text: text, substituted: [])) }
     var output = ""
     var substituted: [Secret] = []
@@ -36,6 +44,16 @@ package struct EnvironmentExpansion {
         return .failure(Problem(offset: index, message: "unterminated '${': write ${NAME}, or $${ for a literal '${'"))
       }
       let inner = String(chars[(index + 2)..<close])
+      if inner.hasPrefix("file:") {
+        switch secretFile(String(inner.dropFirst(5)), directory: directory) {
+        case .success(let value):
+          output += value
+          substituted.append(Secret(name: inner, value: value))
+        case .failure(let problem): return .failure(Problem(offset: index, message: problem.message))
+        }
+        index = close + 1
+        continue
+      }
       let name: String
       let fallback: String?
       if let range = inner.range(of: ":-") {
@@ -78,5 +96,44 @@ package struct EnvironmentExpansion {
     return name.unicodeScalars.allSatisfy {
       $0 == "_" || ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)))
     }
+  }
+
+  /// The most a `${file:PATH}` file may hold: it is a password, a key or a token.
+  package static let secretFileLimit = 64 << 10
+
+  /// The text of a `${file:PATH}` file without its trailing newline, or why it cannot be read.
+  static func secretFile(_ written: String, directory: String) -> Swift.Result<String, Problem> {
+    guard !written.isEmpty else {
+      return .failure(Problem(offset: 0, message: "${file:} names no file: write ${file:/run/secrets/NAME}"))
+    }
+    let path = FileAccess.resolve(written, against: directory)
+    var info = stat()
+    guard stat(path, &info) == 0 else {
+      let relative = written.hasPrefix("/") ? "" : " (a relative path is read from the manifest's folder)"
+      return .failure(
+        Problem(offset: 0, message: "${file:\(written)} cannot be read: \(String(cString: strerror(errno)))\(relative)")
+      )
+    }
+    // A FIFO would hold the manifest's reading forever, a device feed it endless bytes.
+    guard info.st_mode & S_IFMT == S_IFREG else {
+      return .failure(Problem(offset: 0, message: "${file:\(written)} is not a regular file"))
+    }
+    guard info.st_size <= secretFileLimit else {
+      return .failure(
+        Problem(
+          offset: 0, message: "${file:\(written)} holds \(info.st_size) bytes: a secret file holds at most 64 KiB"))
+    }
+    let bytes: [UInt8]
+    do {
+      bytes = try FileAccess.readAll(path)
+    } catch {
+      return .failure(Problem(offset: 0, message: "${file:\(written)} cannot be read: \(error.reason)"))
+    }
+    var end = bytes.count
+    if end > 0, bytes[end - 1] == 0x0A {
+      end -= 1
+      if end > 0, bytes[end - 1] == 0x0D { end -= 1 }
+    }
+    return .success(String(decoding: bytes[..<end], as: UTF8.self))
   }
 }

@@ -15,7 +15,7 @@ package struct ManifestDecoder {
   package static let topKeys = ["version", "report_history", "defaults", "sessions"]
   package static let settingKeys = [
     "kind", "dest", "timeouts", "retry", "cache", "network", "headers", "on_finished", "insecure", "mirrors", "tls",
-    "refresh", "preserve_mtime", "prune", "max_size", "partial_dir",
+    "refresh", "preserve_mtime", "prune", "max_size", "partial_dir", "auth", "netrc", "proxy", "no_proxy", "aws_sigv4",
   ]
   package static let sessionKeys = settingKeys + ["identifier", "tasks"] + checksumKeys
   package static let timeoutKeys = ["request", "resource"]
@@ -33,7 +33,7 @@ package struct ManifestDecoder {
   package static let taskKeys =
     taskKindKeys + [
       "id", "to", "method", "headers", "body", "body_file", "from", "form", "sha256", "size", "priority", "after",
-      "become_download", "mirrors", "segments", "preserve_mtime", "sha512", "max_size",
+      "become_download", "mirrors", "segments", "preserve_mtime", "sha512", "max_size", "auth", "aws_sigv4",
     ] + checksumKeys
   package static let listKeys =
     ["list", "kind", "to", "method", "headers", "priority", "after", "preserve_mtime", "max_size"] + checksumKeys

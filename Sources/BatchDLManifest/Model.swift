@@ -117,6 +117,8 @@ public struct Session: Sendable {
   /// `partial_dir:`: the folder partial files live in (absolute, or relative to `dest`), as
   /// normalized; nil: beside each destination.
   public var partialDir: String? = nil
+  /// `auth`, `netrc`, `proxy`, `no_proxy`, `aws_sigv4`: how its requests are let in.
+  public var access = AccessSettings()
 }
 
 /// When a run asks the server again, with a conditional request, whether a finished download
@@ -237,6 +239,10 @@ public struct TaskSpec: Sendable {
   public var sha512: String? = nil
   /// `max_size:` of the task; nil: the session's.
   public var maxSize: Int64? = nil
+  /// The task's own `auth:`, in place of its session's (and of its `aws_sigv4:`).
+  public var auth: Credentials? = nil
+  /// The task's own `aws_sigv4:`, in place of its session's (and of its `auth:`).
+  public var awsSigV4: AWSSigV4Settings? = nil
   /// The task's own `checksums:` (download tasks), in place of its session's.
   public var checksums: ChecksumSpec?
 }

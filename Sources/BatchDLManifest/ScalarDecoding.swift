@@ -28,7 +28,7 @@ extension ManifestDecoder {
       return nil
     }
     guard expand != .none else { return text }
-    switch EnvironmentExpansion.expand(text, environment: environment) {
+    switch EnvironmentExpansion.expand(text, environment: environment, directory: absoluteDirectory) {
     case .success(let result):
       if expand == .secret {
         for secret in result.substituted where !secrets.contains(secret) { secrets.append(secret) }

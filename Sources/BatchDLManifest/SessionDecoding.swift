@@ -39,6 +39,8 @@ extension ManifestDecoder {
     /// `tls:` keys as given (each overrides the defaults' one), and where the mapping was.
     package var tls = TLSSettings()
     package var tlsMark: SourceMark?
+    /// `auth`, `netrc`, `proxy`, `no_proxy`, `aws_sigv4` as given.
+    package var access = AccessWritten()
   }
 
   package mutating func settings(_ map: [(key: YAMLNode, value: YAMLNode)]) -> PartialSettings {
@@ -178,7 +180,7 @@ extension ManifestDecoder {
             "insecure: true turns off TLS certificate checks; anyone on the path can read and alter the transfers")
         }
       default:
-        break
+        _ = accessSetting(key, value, into: &result.access)
       }
     }
     return result
@@ -287,6 +289,7 @@ extension ManifestDecoder {
       preserveMtime: own.preserveMtime ?? defaults.preserveMtime ?? true, checksums: checksumSpec(node),
       prune: sessionPrune(own: own.prune, defaults: defaults.prune, kind: kind, kindUnknown: kindUnknown))
     session.maxSize = own.maxSize ?? defaults.maxSize
+    session.access = accessSettings(own: own.access, defaults: defaults.access, at: key.mark)
     if let partial = own.partialDir ?? defaults.partialDir {
       session.partialDir = partial.path
       checkPartialDir(partial.path, dest: dest, at: partial.mark)

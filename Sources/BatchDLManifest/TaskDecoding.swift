@@ -70,6 +70,15 @@ extension ManifestDecoder {
         method = self.method(value)
       case "headers":
         spec.headers = headers(value)
+      case "auth", "aws_sigv4":
+        var written = AccessWritten()
+        _ = accessSetting(key, value, into: &written)
+        if let auth = written.auth { spec.auth = auth }
+        if let signature = written.awsSigV4 { spec.awsSigV4 = signature }
+        if spec.auth != nil && spec.awsSigV4 != nil {
+          diagnostics.error(
+            key.mark, "auth and aws_sigv4 both sign the Authorization header: give the task one of them")
+        }
       case "body":
         spec.body = string(value, what: "body", expand: .secret)
       case "body_file":

@@ -214,6 +214,12 @@ extension PlanBuilder {
   }
 
   package mutating func expand(_ spec: TaskSpec, session: Session, sessionIndex: Int, entryIndex: Int) {
+    // A task's own credentials replace its session's: its requests are made as that user.
+    var session = session
+    if spec.auth != nil || spec.awsSigV4 != nil {
+      session.access.auth = spec.auth
+      session.access.awsSigV4 = spec.awsSigV4
+    }
     let context = context(
       session: session, sessionIndex: sessionIndex, entryIndex: entryIndex, kind: spec.kind, method: spec.method,
       headers: spec.headers, body: bodyIdentity(spec), priority: spec.priority)

@@ -75,8 +75,12 @@ extension Session {
   /// `network.http_version`. Requests and descriptors of sessions whose identities differ are
   /// never shared.
   package func connectionIdentity(relativeTo folder: String) -> String? {
-    guard insecure || !tls.isEmpty || network.httpVersion != .auto else { return nil }
+    let who = access.requestIdentity
+    guard insecure || !tls.isEmpty || network.httpVersion != .auto || !who.isEmpty else { return nil }
     var parts = [insecure ? "insecure" : "", network.httpVersion.rawValue, tls.identity(relativeTo: folder)]
+    // Who the requests are made as (never a password, nor the proxy): requests of sessions let in
+    // as other users are never one request.
+    if !who.isEmpty { parts.append("access:" + who) }
     if let password = tls.keyPassword, let keyFile = tls.clientKey ?? tls.clientCert,
       let key = try? FileAccess.readAll(keyFile)
     {

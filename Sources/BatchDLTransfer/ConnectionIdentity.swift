@@ -21,8 +21,10 @@ package struct ConnectionIdentity: Hashable, Sendable, CustomStringConvertible {
   package var minVersion: TLSSettings.Version?
   package var insecure: Bool
   package var httpVersion: HTTPVersion
+  /// The proxy route and credentials (`AccessSettings.identity`: secrets only as digests).
+  package var access = ""
 
-  package init(tls: TLSSettings, insecure: Bool, httpVersion: HTTPVersion) {
+  package init(tls: TLSSettings, insecure: Bool, httpVersion: HTTPVersion, access: AccessSettings = AccessSettings()) {
     caFile = tls.caFile
     caPath = tls.caPath
     clientCert = tls.clientCert
@@ -32,11 +34,12 @@ package struct ConnectionIdentity: Hashable, Sendable, CustomStringConvertible {
     minVersion = tls.minVersion
     self.insecure = insecure
     self.httpVersion = httpVersion
+    if !access.isEmpty { self.access = access.identity }
   }
 
   /// The identity of a transfer's connections.
   package init(_ spec: borrowing TransferSpec) {
-    self.init(tls: spec.tls, insecure: spec.insecure, httpVersion: spec.httpVersion)
+    self.init(tls: spec.tls, insecure: spec.insecure, httpVersion: spec.httpVersion, access: spec.access)
   }
 
   /// The settings, for a message; the key's password only as set or not.
@@ -50,6 +53,7 @@ package struct ConnectionIdentity: Hashable, Sendable, CustomStringConvertible {
     if keyPasswordDigest != nil { parts.append("key_password set") }
     if let pinnedPublicKey { parts.append("pinned_pubkey \(pinnedPublicKey)") }
     if let minVersion { parts.append("min_version \(minVersion.rawValue)") }
+    if !access.isEmpty { parts.append("access \(access)") }
     return parts.joined(separator: ", ")
   }
 }

@@ -5,7 +5,7 @@ import BatchDLSupport
 /// wherever a redirect points. The engine then follows each hop with the next request made here.
 extension TransferSpec {
   /// Whether batchdl, not libcurl, follows this request's redirects.
-  package var followsRedirectsItself: Bool { !originOnlyHeaders.isEmpty }
+  package var followsRedirectsItself: Bool { !originOnlyHeaders.isEmpty || access.carriesCredentials }
 
   /// The header lines this request sends to its URL: all of them at the origin they were given
   /// for, and none of `originOnlyHeaders` anywhere else. The one rule for every path: a first
@@ -44,6 +44,8 @@ extension TransferSpec {
         TransferFailure(code: .protocol, message: "the server redirected to a URL that is refused: \(problem)"))
     }
     var spec = self
+    // The credentials stay with the origin of the URL they were given for.
+    if spec.headerOrigin == nil, access.carriesCredentials { spec.headerOrigin = Origin(url: url) ?? .nowhere }
     spec.url = location
     let current = try? normalizer.normalize(url).get()
     if current?.scheme != next.scheme || current?.authority != next.authority {

@@ -61,6 +61,7 @@ extension Transfer {
     } else {
       headers.append("Accept-Encoding: identity")
     }
+    try configureAccess(&headers)
     try configureBody(&headers)
     try easy.set(CURLOPT_HTTPHEADER, list: headers)
   }

@@ -114,6 +114,8 @@ public struct TransferSpec: Sendable {
   public var insecure: Bool
   /// The session's `tls:` settings.
   public var tls = TLSSettings()
+  /// The session's (or task's) credentials, netrc, proxy route and signing keys.
+  public var access = AccessSettings()
   /// The session's `network.http_version`.
   public var httpVersion = HTTPVersion.auto
   /// Ask for compressed bodies and decode them (data tasks); false sends `Accept-Encoding: identity`

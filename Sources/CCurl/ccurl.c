@@ -115,6 +115,10 @@ const int ccurl_seekfunc_cantseek = CURL_SEEKFUNC_CANTSEEK;
 const long ccurl_pause_all = CURLPAUSE_ALL;
 const long ccurl_pause_cont = CURLPAUSE_CONT;
 const long ccurl_netrc_ignored = CURL_NETRC_IGNORED;
+const long ccurl_auth_basic = (long)CURLAUTH_BASIC;
+const long ccurl_auth_digest = (long)CURLAUTH_DIGEST;
+/* The safest scheme the server offers: libcurl asks once without credentials to learn which. */
+const long ccurl_auth_any = (long)CURLAUTH_ANY;
 const curl_socket_t ccurl_socket_bad = CURL_SOCKET_BAD;
 
 /* The bit-mask forms of the protocol options are deprecated in favour of the _STR ones, which

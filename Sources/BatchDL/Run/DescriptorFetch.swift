@@ -188,6 +188,7 @@ struct DescriptorRequest {
       hostLimit: network.maxConnectionsPerHost, sessionKey: sessionIndex, sessionLimit: network.maxConcurrent,
       insecure: session.insecure)
     spec.tls = session.tls
+    spec.access = session.access
     spec.httpVersion = network.httpVersion
     spec.decodeContent = true
     spec.originOnlyHeaders = originOnly

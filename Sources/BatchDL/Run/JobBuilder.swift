@@ -128,6 +128,11 @@ final class JobBuilder: TransferJobSource {
       for mirror in task.mirrors where !mirror.headers.isEmpty {
         if let url = try? mirrorNormalizer.normalize(mirror.url).get() { mirrorHeaders[url.text] = mirror.headers }
       }
+      // The task's own credentials replace its session's (an `auth:` its `aws_sigv4:` too).
+      if task.auth != nil || task.awsSigV4 != nil {
+        spec.access.auth = task.auth
+        spec.access.awsSigV4 = task.awsSigV4
+      }
       if let text = task.body {
         spec.body = .bytes(Array(text.utf8))
       } else if let file = task.bodyFile ?? task.from {
@@ -161,7 +166,7 @@ final class JobBuilder: TransferJobSource {
     }
     spec.method = request.method
     spec.url = plan.url(of: request)
-    if !spec.originOnlyHeaders.isEmpty {
+    if !spec.originOnlyHeaders.isEmpty || spec.access.carriesCredentials {
       // A document fetched from the network names the file's sources: the headers stay with the
       // document's origin. Else with the URL the manifest (or its list or local document) gives.
       if case .metalink(let metalink) = plan.entry(of: tasks.firstTask), metalink.isURL {
@@ -239,6 +244,7 @@ final class JobBuilder: TransferJobSource {
     spec.waitsForConnectivity = session.network.waitsForConnectivity
     spec.tls = session.tls
     spec.httpVersion = session.network.httpVersion
+    spec.access = session.access
     return spec
   }
 

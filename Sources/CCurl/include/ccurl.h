@@ -84,6 +84,9 @@ extern const int ccurl_seekfunc_cantseek;
 extern const long ccurl_pause_all;
 extern const long ccurl_pause_cont;
 extern const long ccurl_netrc_ignored;
+extern const long ccurl_auth_basic;
+extern const long ccurl_auth_digest;
+extern const long ccurl_auth_any;
 extern const curl_socket_t ccurl_socket_bad;
 
 #endif
