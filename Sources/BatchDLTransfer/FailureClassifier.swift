@@ -11,6 +11,17 @@ public enum FailureClassifier {
       return TransferFailure(code: .badResponse, message: headTooLarge)
     case CURLE_RECV_ERROR where inHead && isHeadTooLarge(message):
       return TransferFailure(code: .badResponse, message: headTooLarge + " (libcurl: \(message))")
+    case CURLE_RECV_ERROR where message.hasPrefix("CONNECT tunnel failed, response "):
+      // libcurl 7.88's words when an HTTP proxy answers a CONNECT with an error.
+      let status = Int(message.dropFirst("CONNECT tunnel failed, response ".count).prefix { $0.isNumber })
+      var failure = TransferFailure(
+        code: .proxy,
+        message: "the proxy refused the tunnel: \(message)"
+          + (status == 407 ? " (the proxy wants credentials: give them as the user-info of proxy:)" : ""))
+      failure.status = status
+      return failure
+    case CURLE_PROXY:
+      return TransferFailure(code: .proxy, message: "the proxy could not carry the request: \(message)")
     case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: name = .dns
     case CURLE_COULDNT_CONNECT: name = .connect
     case CURLE_OPERATION_TIMEDOUT: name = .timeout
@@ -89,6 +100,9 @@ public enum FailureClassifier {
   public static func isRetryable(_ failure: TransferFailure) -> Bool {
     switch failure.code {
     case .connect, .dns, .timeout, .network, .incomplete, .rangeMismatch: return true
+    // A SOCKS failure has no status (the proxy may not reach the origin for a moment); an HTTP
+    // proxy's 407 or 403 is not fixed by asking again.
+    case .proxy where failure.status == nil: return true
     default:
       guard let status = failure.status else { return false }
       return status == 408 || status == 429 || (500...599).contains(status)
@@ -100,7 +114,7 @@ public enum FailureClassifier {
   package static func isSourceFailure(_ failure: TransferFailure) -> Bool {
     switch failure.code {
     case .connect, .dns, .tls, .timeout, .network, .incomplete, .rangeMismatch, .badResponse, .protocol,
-      .tooManyRedirects, .checksumMismatch, .sizeMismatch, .curl:
+      .tooManyRedirects, .checksumMismatch, .sizeMismatch, .curl, .proxy:
       return true
     case .http(let status):
       return status == 404 || status == 410 || status == 408 || status == 429 || (500...599).contains(status)

@@ -26,13 +26,16 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, CustomStringConve
   case checksumMissing
   /// The checksum file the download is checked with has a bad, missing or unknown-key signature.
   case signature
+  /// The proxy refused or could not carry the request (a `CONNECT` answered with an error, a
+  /// SOCKS failure); `status` holds an HTTP proxy's answer.
+  case proxy
 
   /// Every code without a number (`http-NNN` and `curl-N` excepted).
   public static let named: [FailureCode] = [
     .connect, .dns, .timeout, .network, .incomplete, .rangeMismatch, .resumeRestart, .badResponse, .tls,
     .tooManyRedirects, .protocol, .write, .read, .diskFull, .url, .cancelled, .internal, .bodyTooLarge,
     .unsafePath, .dependency, .policy, .checksumMismatch, .sizeMismatch, .state, .cacheMiss, .allSourcesFailed,
-    .descriptor, .conflict, .checksumMissing, .signature, .tooLarge,
+    .descriptor, .conflict, .checksumMissing, .signature, .tooLarge, .proxy,
   ]
 
   public var rawValue: String {
@@ -70,6 +73,7 @@ public enum FailureCode: Sendable, Hashable, RawRepresentable, CustomStringConve
     case .tooLarge: "too-large"
     case .checksumMissing: "checksum-missing"
     case .signature: "signature"
+    case .proxy: "proxy"
     }
   }
 

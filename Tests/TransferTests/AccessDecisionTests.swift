@@ -1,3 +1,4 @@
+import CCurl
 import Testing
 
 @testable import BatchDLTransfer
@@ -237,5 +238,20 @@ import Testing
     #expect(
       ConnectionIdentity(tls: TLSSettings(), insecure: false, httpVersion: .auto, access: one)
         != ConnectionIdentity(tls: TLSSettings(), insecure: false, httpVersion: .auto, access: three))
+  }
+
+  // MARK: - Proxy failures
+
+  @Test func aProxysRefusalIsAProxyFailureAndA407IsNotTriedAgain() {
+    let refused = FailureClassifier.classify(CURLE_RECV_ERROR, message: "CONNECT tunnel failed, response 407")
+    #expect(refused.code == .proxy)
+    #expect(refused.status == 407)
+    #expect(refused.message.contains("credentials"))
+    #expect(!FailureClassifier.isRetryable(refused))
+    let busy = FailureClassifier.classify(CURLE_RECV_ERROR, message: "CONNECT tunnel failed, response 503")
+    #expect(busy.code == .proxy && FailureClassifier.isRetryable(busy))
+    let socks = FailureClassifier.classify(CURLE_PROXY, message: "Can't complete SOCKS5 connection to x. (5)")
+    #expect(socks.code == .proxy && FailureClassifier.isRetryable(socks))
+    #expect(FailureCode(rawValue: "proxy") == .proxy)
   }
 }
