@@ -71,6 +71,7 @@ public struct PlanListing {
       header += ", \(plan.mergedDuplicates) repeated task\(plan.mergedDuplicates == 1 ? "" : "s") merged"
     }
     out.write(header + "\n")
+    for line in accessLines() { out.write(line + "\n") }
     // Lines go into one buffer written every 64 KB: a String per line and per note cost more
     // than the rest of the listing at 100,000 requests.
     var text = ""
@@ -300,3 +301,22 @@ public struct PlanListing {
     out.write(",\"summary\":" + JSON.object(summary).text + "}\n")
   }
 }
+
+extension PlanListing {
+  /// One line per session that is let in otherwise than directly and anonymously: its proxy
+  /// route and who its requests are made as, never a secret.
+  func accessLines() -> [String] {
+    var lines: [String] = []
+    for session in plan.manifest.sessions where !session.access.isEmpty {
+      var parts: [String] = []
+      if let auth = session.access.auth { parts.append("auth \(auth.scheme.rawValue) as \(redactor.text(auth.user))") }
+      if let netrc = session.access.netrc { parts.append("netrc \(netrc.path)") }
+      if let signature = session.access.awsSigV4 { parts.append("aws_sigv4 \(signature.provider)") }
+      let proxies = session.access.proxy.shown
+      if !proxies.isEmpty { parts.append("proxy " + proxies.joined(separator: "; ")) }
+      lines.append("session \(session.name): " + redactor.text(parts.joined(separator: ", ")))
+    }
+    return lines
+  }
+}
+
