@@ -22,8 +22,9 @@ public final class MotoServer: @unchecked Sendable {
     }
   }
 
-  /// The venv scripts/setup makes.
-  public static let venv = FileManager.default.homeDirectoryForCurrentUser.path + "/.cache/batchdl-tools/moto"
+  /// The venv scripts/setup makes (under `$HOME`, as the script names it).
+  public static let venv =
+    (ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()) + "/.cache/batchdl-tools/moto"
   public static var serverPath: String { venv + "/bin/moto_server" }
   public static var pythonPath: String { venv + "/bin/python" }
   /// moto's server and its venv's python are there.

@@ -109,4 +109,44 @@ import Testing
     let forged = try Self.get(moto.url("k"), try Self.signer(moto, token: (moto.sessionToken ?? "") + "x"))
     #expect(forged.status == 400 || forged.status == 403)
   }
+
+  /// The bucket of the run: 2,500 objects are three pages of S3's default 1,000 keys, each
+  /// read whole and mapped to a relative path, the hostile keys among them refused one by one.
+  @Test(.enabled(if: MotoServer.isInstalled, Comment(rawValue: MotoServer.missing)))
+  func twoThousandFiveHundredObjectsAreThreePages() throws {
+    let hostile = ["pub/../escape", "pub//abs", "pub/dir/", "pub/ctl\u{1}x"]
+    let keys = (0..<2500).map { "pub/\($0 % 10)/\($0).bin" } + hostile
+    let started = Date()
+    let moto = try MotoServer(objects: keys.map { MotoServer.Object($0, Array("\($0)".utf8)) })
+    let filled = Date().timeIntervalSince(started)
+    let signer = try Self.signer(moto)
+    let bucket = try S3Bucket(url: moto.url("pub/"))
+    var pages: [S3ListingPage] = []
+    var token: String?
+    for _ in 0..<10 {
+      let answer = try Self.get(bucket.listURL(continuationToken: token), signer)
+      #expect(answer.status == 200)
+      let page = try S3Listing.parse(answer.body).get()
+      pages.append(page)
+      guard page.isTruncated else { break }
+      token = page.nextContinuationToken
+    }
+    #expect(pages.count == 3)
+    #expect(pages.map(\.objects.count) == [1000, 1000, 504])
+    var placed: [[UInt8]] = []
+    var refused: [String] = []
+    var markers = 0
+    for object in pages.flatMap(\.objects) {
+      switch bucket.map(key: object.key) {
+      case .object(_, let path): placed.append(path)
+      case .folderMarker: markers += 1
+      case .refused(let reason): refused.append(reason)
+      }
+    }
+    #expect(placed.count == 2500)
+    #expect(Set(placed).count == 2500)
+    #expect(markers == 1)
+    #expect(refused.count == 3, "\(refused)")
+    #expect(filled < 120, "filling moto with 2,504 objects took \(filled) s")
+  }
 }
