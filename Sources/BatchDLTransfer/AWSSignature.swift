@@ -56,7 +56,9 @@ package struct AWSProvider: Hashable, Sendable {
 
 /// The key a request is signed with. Every field is a secret except `accessKey`; the value never
 /// prints them (`description` masks them).
-package struct AWSCredentials: Hashable, Sendable, CustomStringConvertible {
+package struct AWSCredentials: Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible,
+  CustomReflectable
+{
   package var accessKey: String
   package var secretKey: String
   /// STS session token, sent as `x-amz-security-token` (and signed); nil for long-term keys.
@@ -70,6 +72,15 @@ package struct AWSCredentials: Hashable, Sendable, CustomStringConvertible {
 
   package var description: String {
     "AWSCredentials(accessKey: \(accessKey), secretKey: ***\(sessionToken == nil ? "" : ", sessionToken: ***"))"
+  }
+
+  package var debugDescription: String { description }
+
+  /// `dump` and the default description of a value that holds credentials show them masked too.
+  package var customMirror: Mirror {
+    Mirror(
+      self,
+      children: ["accessKey": accessKey, "secretKey": "***", "sessionToken": sessionToken == nil ? "nil" : "***"])
   }
 }
 
@@ -145,7 +156,8 @@ package struct AWSSignature: Sendable {
     return fields
   }
 
-  /// What `sign` computes, with its intermediate values (for the tests and for diagnostics).
+  /// What `sign` computes, with its intermediate values (for the tests). The canonical request
+  /// holds the session token when there is one: keep it out of logs.
   package struct Computed: Sendable {
     package var canonicalRequest: String
     package var stringToSign: String

@@ -127,6 +127,12 @@ import Testing
         "SignedHeaders=host;x-amz-content-sha256;x-amz-date;x-amz-security-token,") == true)
     #expect(!signer.credentials.description.contains("token/with"))
     #expect(!signer.credentials.description.contains("EXAMPLEKEY"))
+    var dumped = ""
+    dump(signer, to: &dumped)
+    for shown in ["\(signer)", String(reflecting: signer), dumped] {
+      #expect(!shown.contains("token/with") && !shown.contains("EXAMPLEKEY"), "\(shown)")
+      #expect(shown.contains("AKIAIOSFODNN7EXAMPLE"))
+    }
   }
 
   @Test(
