@@ -75,14 +75,17 @@ public enum DirectoryIndex {
     public var size: ListedSize?
     /// Where the entry's link (its `<a>`, its JSON object) starts in the page.
     public var mark: SourceMark
+    /// An S3 object's `ETag`, as listed (a bucket index): part of its fingerprint.
+    public var etag: String? = nil
 
     /// The listed size and date as one text, to compare with an earlier run's: a file whose
     /// fingerprint changed is fetched again. Empty when the listing shows neither (Apache without
     /// FancyIndexing): then a change cannot be seen. Dates are to the minute in nginx's and
-    /// Apache's HTML: a change of the same size within a minute is not seen either.
+    /// Apache's HTML: a change of the same size within a minute is not seen either. An S3
+    /// object's ETag changes with its bytes, so a bucket's changes are always seen.
     public var fingerprint: String {
-      if sizeText == nil && dateText == nil { return "" }
-      return "\(sizeText ?? "-") \(dateText ?? "-")"
+      if sizeText == nil && dateText == nil && etag == nil { return "" }
+      return "\(sizeText ?? "-") \(dateText ?? "-")" + (etag.map { " " + $0 } ?? "")
     }
   }
 

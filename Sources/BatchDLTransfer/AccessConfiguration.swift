@@ -41,7 +41,7 @@ extension Transfer {
       case .any: try easy.set(CURLOPT_HTTPAUTH, ccurl_auth_any)
       }
     case .signature(let settings):
-      headers += AccessSigning.headers(for: spec, settings: settings)
+      headers += try AccessSigning.headers(for: spec, settings: settings)
     }
   }
 }

@@ -106,23 +106,15 @@ public struct AWSSigV4Settings: Sendable, Hashable {
     self.sessionToken = sessionToken
   }
 
-  /// The region and service of a provider string `aws:amz:REGION:SERVICE`, or why it is not one.
+  /// The region and service of a provider string `aws:amz:REGION:SERVICE`, or why it is not one
+  /// (`AWSProvider` reads it).
   public static func parseProvider(_ text: String) -> Result<(region: String, service: String), ProviderProblem> {
-    let parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-    guard parts.count == 4, parts[0] == "aws", parts[1] == "amz", !parts[2].isEmpty, !parts[3].isEmpty,
-      parts[2...].allSatisfy({
-        $0.utf8.allSatisfy {
-          $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7A)
-        }
-      })
-    else {
-      return .failure(
-        ProviderProblem(
-          message:
-            "aws_sigv4.provider '\(text)' is not aws:amz:REGION:SERVICE (for example aws:amz:us-east-1:s3; region and service in lower case)"
-        ))
+    do {
+      let provider = try AWSProvider(parsing: text)
+      return .success((provider.region, provider.service))
+    } catch {
+      return .failure(ProviderProblem(message: error.message))
     }
-    return .success((parts[2], parts[3]))
   }
 
   public struct ProviderProblem: Error, Sendable {

@@ -233,7 +233,7 @@ import Testing
       "manifest.yaml:4:42: error: unknown auth.scheme 'ntlm'",
       "manifest.yaml:5:12: error: bad proxy: unknown proxy scheme 'ftp'",
       "manifest.yaml:6:12: error: netrc file 'no-such-netrc' does not exist",
-      "manifest.yaml:7:27: error: aws_sigv4.provider 'aws:amz:us-east-1' is not aws:amz:REGION:SERVICE",
+      "manifest.yaml:7:27: error: aws_sigv4's provider is aws:amz:REGION:SERVICE, e.g. aws:amz:us-east-1:s3; 'aws:amz:us-east-1' has 3 part(s)",
     ] {
       #expect(result.stderr.contains(expected), "\(expected)\n\(result.stderr)")
     }
