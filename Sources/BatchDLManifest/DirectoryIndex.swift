@@ -42,6 +42,8 @@ public enum DirectoryIndex {
     /// A page titled `Index of ...` (or `Directory listing for ...`) from another server: its
     /// links are read the same way.
     case other
+    /// An S3 bucket's ListObjectsV2 pages (a bucket index).
+    case s3
   }
 
   /// A size as a listing shows it.

@@ -129,6 +129,26 @@ public final class MotoServer: @unchecked Sendable {
     process.waitUntilExit()
   }
 
+  /// Puts `body` at `key`, signed with the fixture's credentials by boto3 in the fixture's
+  /// Python: a bucket changing between runs.
+  public func put(_ key: String, _ body: [UInt8]) throws {
+    let file = folder.path + "/put-\(UUID().uuidString)"
+    try Data(body).write(to: URL(fileURLWithPath: file))
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: Self.pythonPath)
+    process.arguments = [
+      "-c",
+      "import boto3, sys; boto3.client('s3', endpoint_url=sys.argv[1], region_name=sys.argv[2], aws_access_key_id=sys.argv[3], aws_secret_access_key=sys.argv[4], aws_session_token=sys.argv[5] or None).put_object(Bucket=sys.argv[6], Key=sys.argv[7], Body=open(sys.argv[8], 'rb').read())",
+      endpoint, region, accessKey, secretKey, sessionToken ?? "", bucket, key, file,
+    ]
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+      throw Problem("boto3 could not put \(key): exit \(process.terminationStatus)")
+    }
+  }
+
   /// `http://127.0.0.1:PORT`.
   public var endpoint: String { "http://127.0.0.1:\(port)" }
 

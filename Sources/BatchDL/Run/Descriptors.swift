@@ -70,7 +70,7 @@ public enum Descriptors {
         switch entry {
         case .metalink(let spec) where spec.isURL:
           fetcher.want(spec.document, session: session, sessionIndex: index, headers: spec.headers, limit: maxBytes)
-        case .index(let spec):
+        case .index(let spec) where session.access.awsSigV4 == nil:
           fetcher.want(
             spec.url, session: session, sessionIndex: index, headers: spec.headers,
             limit: DirectoryIndex.maxBytes)
@@ -82,14 +82,21 @@ public enum Descriptors {
     set.documents = fetcher.documents
     // Each index, level by level: the pages of one level of every index are fetched together.
     var crawls: [(key: String, spec: IndexSpec, session: Session, sessionIndex: Int, crawl: IndexCrawl)] = []
+    var buckets: [BucketItem] = []
     var crawlKeys = Set<String>()
     for (index, session) in manifest.sessions.enumerated() {
       for case .index(let spec) in session.tasks {
         let key = DescriptorSet.key(of: spec, for: session, in: manifest)
         guard crawlKeys.insert(key).inserted else { continue }
-        crawls.append((key, spec, session, index, IndexCrawl()))
+        // An index of a session that signs for S3 lists a bucket.
+        if session.access.awsSigV4 != nil {
+          buckets.append(BucketItem(key: key, spec: spec, session: session, sessionIndex: index))
+        } else {
+          crawls.append((key, spec, session, index, IndexCrawl()))
+        }
       }
     }
+    for (key, crawl) in crawlBuckets(buckets, fetcher: &fetcher, manifest: manifest) { set.listings[key] = crawl }
     var pending: [[DirectoryIndex.PendingFolder]] = crawls.map { item in
       DirectoryIndex.nextFolders(indexURL: item.spec.url, fetched: [], depth: item.spec.depth, filter: .init()).next
     }

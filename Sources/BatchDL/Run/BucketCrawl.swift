@@ -1,0 +1,102 @@
+import BatchDLManifest
+import BatchDLPlan
+import BatchDLSupport
+import BatchDLTransfer
+
+/// The listings of bucket indexes (`index:` on the URL of an `aws_sigv4` session): ListObjectsV2
+/// pages of the prefix, flat, each page after the one whose continuation token names it. The
+/// pages of every bucket are fetched together, one round per page number, by the same engine
+/// jobs as every document (signed, bounded, conditional, stored). The objects then become the
+/// index's folders (`S3Bucket.folders`), so include, exclude, depth and names are an index's.
+extension Descriptors {
+  /// The most pages of one bucket listing fetched (1,000 keys a page).
+  static let maxBucketPages = 10_000
+
+  struct BucketItem {
+    var key: String
+    var spec: IndexSpec
+    var session: Session
+    var sessionIndex: Int
+  }
+
+  /// The crawls of `items`, by their keys.
+  static func crawlBuckets(
+    _ items: [BucketItem], fetcher: inout DocumentFetcher, manifest: Manifest
+  ) -> [String: IndexCrawl] {
+    struct Progress {
+      var bucket: S3Bucket?
+      var token: String?
+      var objects: [S3ListedObject] = []
+      var crawl = IndexCrawl()
+      var done = false
+    }
+    let limits = DirectoryIndex.CrawlLimits()
+    var progress: [Progress] = items.map { item in
+      var state = Progress()
+      do throws(S3ListingProblem) {
+        state.bucket = try S3Bucket(url: item.spec.url)
+      } catch {
+        state.crawl.pages.append(
+          ListingPage(url: fetcher.redactor.url(item.spec.url), outcome: .failed, failure: error.message))
+        state.done = true
+      }
+      return state
+    }
+    var round = 0
+    while progress.contains(where: { !$0.done }) {
+      round += 1
+      for (number, item) in items.enumerated() where !progress[number].done {
+        guard let bucket = progress[number].bucket else { continue }
+        fetcher.want(
+          bucket.listURL(continuationToken: progress[number].token), session: item.session,
+          sessionIndex: item.sessionIndex, headers: item.spec.headers, limit: S3Listing.maxBytes, origin: item.spec.url)
+      }
+      fetcher.fetchWanted()
+      for (number, item) in items.enumerated() where !progress[number].done {
+        guard let bucket = progress[number].bucket else { continue }
+        let url = bucket.listURL(continuationToken: progress[number].token)
+        let key = DescriptorSet.key(of: url, for: item.session, in: manifest)
+        let document = fetcher.documents[key] ?? FetchedDocument(outcome: .missing)
+        var page = ListingPage(url: fetcher.redactor.url(url), outcome: document.outcome, sha256: document.sha256)
+        progress[number].done = true
+        if let body = document.body {
+          switch S3Listing.parse(body) {
+          case .success(let listed):
+            progress[number].objects += listed.objects
+            if listed.isTruncated, let next = listed.nextContinuationToken {
+              progress[number].token = next
+              progress[number].done = false
+            }
+          case .failure(let problem):
+            page.outcome = .failed
+            page.failure = "cannot read it as an S3 listing: \(problem.message)"
+          }
+        } else if document.outcome != .missing {
+          page.failure = document.problem ?? "cannot fetch it"
+        }
+        if document.outcome == .failed, page.failure == nil {
+          page.failure = document.problem ?? "cannot fetch it; the stored copy is used"
+        }
+        progress[number].crawl.pages.append(page)
+        if !progress[number].done
+          && (round >= maxBucketPages || progress[number].objects.count > limits.maxEntries)
+        {
+          progress[number].crawl.limitProblem =
+            "the bucket lists more than \(min(limits.maxEntries, maxBucketPages * 1_000)) objects under the prefix, the most batchdl reads of one index; the rest are left out"
+          progress[number].done = true
+        }
+      }
+    }
+    var crawls: [String: IndexCrawl] = [:]
+    for (number, item) in items.enumerated() {
+      var crawl = progress[number].crawl
+      if let bucket = progress[number].bucket {
+        crawl.folders = bucket.folders(
+          objects: progress[number].objects, indexURL: item.spec.url, depth: item.spec.depth,
+          display: fetcher.redactor.url(item.spec.url))
+      }
+      crawls[item.key] = crawl
+    }
+    return crawls
+  }
+}
