@@ -16,6 +16,8 @@ extension Transfer {
       try easy.set(CURLOPT_PROXY, "")
     case .via(let proxy):
       try easy.set(CURLOPT_PROXY, proxy.url)
+      // libcurl reads `no_proxy` from the environment unless this is set: the route decided.
+      try easy.set(CURLOPT_NOPROXY, "")
       if let user = proxy.user { try easy.set(CURLOPT_PROXYUSERNAME, user) }
       if let password = proxy.password { try easy.set(CURLOPT_PROXYPASSWORD, password) }
       if proxy.kind == .https {

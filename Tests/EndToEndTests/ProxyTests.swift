@@ -7,7 +7,7 @@ import Testing
 /// environment), through real proxies on 127.0.0.1: tinyproxy for HTTP (plain requests, and HTTPS
 /// tunnelled with CONNECT, HTTP/2 inside), microsocks for SOCKS5h. Each proxy's log proves what
 /// went through it; proxy credentials are secrets and never reach an origin.
-@Suite(.serialized, .disabled("needs the proxy key")) struct ProxyTests {
+@Suite(.serialized) struct ProxyTests {
   static let tinyproxy = TinyProxy.executable != nil
   static let microsocks = MicroSocks.executable != nil
   static let both = tinyproxy && microsocks

@@ -319,4 +319,3 @@ extension PlanListing {
     return lines
   }
 }
-
