@@ -120,3 +120,24 @@ struct BucketTests {
     #expect(again["requests"] as? Int == 3 + 1, "\(again)")
   }
 }
+
+extension BucketTests {
+  @Test func aBucketListingRefusedForAWrongSecretFailsTheNightAndPlacesNothing() throws {
+    let moto = try MotoServer(objects: [.init("p/a.txt", Self.body("a"))])
+    defer { moto.stop() }
+    let fixture = try RunFixture()
+    fixture.manifest(
+      Self.manifest(
+        moto, secret: "wrong-secret-key-0000",
+        tasks: """
+                - index: \(moto.url("p/"))
+                  to: m/
+          """))
+    let outcome = try fixture.run(environment: Self.environment(moto))
+    #expect(outcome.status == 1)
+    #expect(!fixture.files().contains { $0.hasPrefix("m/") })
+    #expect(outcome.stderr.contains("403"), "\(outcome.stderr)")
+    let codes = try fixture.tasks().values.compactMap { ($0["error"] as? [String: Any])?["code"] as? String }
+    #expect(codes == ["descriptor"], "\(codes)")
+  }
+}
