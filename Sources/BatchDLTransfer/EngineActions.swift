@@ -9,9 +9,6 @@ extension Engine {
   package func finish(handle: UnsafeMutableRawPointer, code: CURLcode) {
     guard let transfer = active[handle] else { return }
     land(transfer)
-    let sent = Self.requestsSent(by: transfer.easy)
-    requestsSent += sent
-    if countsRequestsPerJob, sent > 0 { requestsSentByJob[transfer.job, default: 0] += sent }
     defer { recycle(transfer.easy, session: transfer.spec.sessionKey) }
     noteProtocol(transfer)
     let job = transfer.job
@@ -167,6 +164,14 @@ extension Engine {
 }
 
 extension Engine {
+  /// Counts the requests `transfer` sent (`requestsSent`) as it leaves the engine, however it
+  /// ends: finished, a segment stopped, or cut by a signal.
+  package func countRequests(of transfer: Transfer) {
+    let sent = Self.requestsSent(by: transfer.easy)
+    requestsSent += sent
+    if countsRequestsPerJob, sent > 0 { requestsSentByJob[transfer.job, default: 0] += sent }
+  }
+
   /// Requests a finished transfer sent: none when it never got a request out (no connection),
   /// else one and each redirect libcurl followed itself.
   static func requestsSent(by easy: EasyHandle) -> Int {

@@ -27,6 +27,8 @@ final class StateRecorder {
   private var lastFlush = Engine.now()
   /// Requests (by key) whose checkpoints were recorded in this run.
   private var checkpointed: Set<String> = []
+  /// Requests (by key) whose partial files this run recorded before sending them (`recordStarts`).
+  private var started: Set<String> = []
 
   init(plan: Plan, redactor: Redactor) {
     self.plan = plan
@@ -56,7 +58,39 @@ final class StateRecorder {
     // Most runs have none: the key's text is only made to look one up.
     guard !prior.checkpoints.isEmpty || !checkpointed.isEmpty else { return false }
     let key = request.key.description
-    return prior.checkpoints[key] != nil || checkpointed.contains(key)
+    return prior.checkpoints[key]?.holdsBytes == true || checkpointed.contains(key)
+  }
+
+  /// Records the partial file of each of `requests` (about to be sent) in the state folder before
+  /// its first byte is written, as a checkpoint of no bytes, in one transaction: a run killed
+  /// before its first checkpoint, or a download whose server gives no validator (never
+  /// checkpointed), still leaves a record of each partial file batchdl made, so that prune removes
+  /// it once no task names it (`RunBookkeeper.removeStalePartials`). A request that has a
+  /// checkpoint already keeps it. The record goes when the request finishes.
+  func recordStarts(_ requests: [PlannedRequest]) {
+    guard let store else { return }
+    var points: [Checkpoint] = []
+    for request in requests where persists(request) {
+      guard let partial = plan.partialPath(of: request) else { continue }
+      let key = request.key.description
+      guard prior.checkpoints[key] == nil, started.insert(key).inserted else { continue }
+      points.append(
+        Checkpoint(key: key, partial: partial, url: "", etag: nil, lastModified: nil, total: nil, durable: 0))
+    }
+    do {
+      try store.update(checkpoints: points)
+    } catch {
+      started.removeAll()
+      warn("warning: cannot record the partial files of this run in the state folder: \(error)")
+    }
+  }
+
+  /// A request ended without writing its partial file (a `304`): this run's record of that file
+  /// goes, and an earlier run's checkpoint stays.
+  func notWritten(_ request: PlannedRequest) {
+    guard !started.isEmpty else { return }
+    let key = request.key.description
+    if started.contains(key) && !checkpointed.contains(key) { pendingRemovals.append(key) }
   }
 
   /// Records checkpoints at once (they are what a kill leaves to resume from).
@@ -184,9 +218,12 @@ final class StateRecorder {
   /// A request finished: its checkpoint and budget go (only a request that has some has rows to
   /// remove, and most have none).
   func finished(_ request: PlannedRequest) {
-    guard !prior.checkpoints.isEmpty || !prior.budgets.isEmpty || !checkpointed.isEmpty else { return }
+    guard !prior.checkpoints.isEmpty || !prior.budgets.isEmpty || !checkpointed.isEmpty || !started.isEmpty else {
+      return
+    }
     let key = request.key.description
-    if prior.checkpoints[key] != nil || prior.budgets[key] != nil || checkpointed.contains(key) {
+    if prior.checkpoints[key] != nil || prior.budgets[key] != nil || checkpointed.contains(key) || started.contains(key)
+    {
       pendingRemovals.append(key)
     }
   }
