@@ -175,7 +175,15 @@ extension Engine {
   /// Requests a finished transfer sent: none when it never got a request out (no connection),
   /// else one and each redirect libcurl followed itself.
   static func requestsSent(by easy: EasyHandle) -> Int {
-    let sent = easy.info(CURLINFO_REQUEST_SIZE) > 0 || easy.info(CURLINFO_RESPONSE_CODE) > 0
-    return sent ? 1 + max(0, easy.info(CURLINFO_REDIRECT_COUNT)) : 0
+    requestsSent(
+      requestBytes: easy.info(CURLINFO_REQUEST_SIZE), status: easy.info(CURLINFO_RESPONSE_CODE),
+      redirects: easy.info(CURLINFO_REDIRECT_COUNT))
+  }
+
+  /// Requests a transfer sent, from what libcurl says of it, finished or cut: none when no byte of
+  /// a request went out and no response came (no connection), else one and each redirect libcurl
+  /// followed itself. A transfer cut in its body (a signal, a segment stopped) was sent.
+  package static func requestsSent(requestBytes: Int, status: Int, redirects: Int) -> Int {
+    requestBytes > 0 || status > 0 ? 1 + max(0, redirects) : 0
   }
 }
