@@ -21,6 +21,8 @@ final class StateRecorder {
   private(set) var unrecorded: String?
   private var pendingResults = ResultBatch()
   private var pendingRemovals: [String] = []
+  /// Requests whose records of their partial files (`recordStarts`) go at the next flush.
+  private var pendingPartials: [String] = []
   private var pendingBudgets: [(key: String, spent: Int64, attempts: Int)] = []
   /// Files placed since the last flush, with their identity (what `prune:` may remove later).
   private var pendingPlaced: [PlacedFile] = []
@@ -69,16 +71,15 @@ final class StateRecorder {
   /// checkpoint already keeps it. The record goes when the request finishes.
   func recordStarts(_ requests: [PlannedRequest]) {
     guard let store else { return }
-    var points: [Checkpoint] = []
+    var partials: [(key: String, path: String)] = []
     for request in requests where persists(request) {
       guard let partial = plan.partialPath(of: request) else { continue }
       let key = request.key.description
       guard prior.checkpoints[key] == nil, started.insert(key).inserted else { continue }
-      points.append(
-        Checkpoint(key: key, partial: partial, url: "", etag: nil, lastModified: nil, total: nil, durable: 0))
+      partials.append((key, partial))
     }
     do {
-      try store.update(checkpoints: points)
+      try store.record(partials: partials)
     } catch {
       started.removeAll()
       warn("warning: cannot record the partial files of this run in the state folder: \(error)")
@@ -90,7 +91,7 @@ final class StateRecorder {
   func notWritten(_ request: PlannedRequest) {
     guard !started.isEmpty else { return }
     let key = request.key.description
-    if started.contains(key) && !checkpointed.contains(key) { pendingRemovals.append(key) }
+    if started.contains(key) && !checkpointed.contains(key) { pendingPartials.append(key) }
   }
 
   /// Records checkpoints at once (they are what a kill leaves to resume from).
@@ -222,9 +223,11 @@ final class StateRecorder {
       return
     }
     let key = request.key.description
-    if prior.checkpoints[key] != nil || prior.budgets[key] != nil || checkpointed.contains(key) || started.contains(key)
-    {
+    if prior.checkpoints[key] != nil || prior.budgets[key] != nil || checkpointed.contains(key) {
       pendingRemovals.append(key)
+    } else if started.contains(key) {
+      // Only this run's record of its partial file: one row to delete, nothing else to look at.
+      pendingPartials.append(key)
     }
   }
 
@@ -235,6 +238,7 @@ final class StateRecorder {
     do {
       try store.save(results: pendingResults)
       try store.update(checkpoints: [], removing: pendingRemovals)
+      try store.forget(partials: pendingPartials)
       try store.save(budgets: pendingBudgets, removing: pendingRemovals)
       try store.update(placed: pendingPlaced)
       unrecorded = nil
@@ -247,6 +251,7 @@ final class StateRecorder {
     }
     pendingResults.removeAll()
     pendingRemovals.removeAll(keepingCapacity: true)
+    pendingPartials.removeAll(keepingCapacity: true)
     pendingBudgets.removeAll(keepingCapacity: true)
     pendingPlaced.removeAll(keepingCapacity: true)
   }
