@@ -35,8 +35,10 @@ import Testing
     #expect(status == 3)
     let sent = fixture.server.requests.count
     let (requests, descriptors) = try Self.requests(inReport: fixture.folder.path + "/report.json")
-    // The listing, the small file, and the two downloads the signal cut.
-    #expect(sent == 4, "\(fixture.server.requests.map(\.path))")
+    // The listing, the small file, and the downloads the signal cut (both, unless the machine is
+    // slow enough that the second had not started).
+    let cut = fixture.server.requests(for: "/one.bin").count + fixture.server.requests(for: "/two.bin").count
+    #expect(cut >= 1 && sent >= 3, "\(fixture.server.requests.map(\.path))")
     #expect(requests == sent, "the report says \(requests ?? -1), the server saw \(sent)")
     #expect(descriptors == 1)
   }
@@ -75,7 +77,8 @@ import Testing
 
   @Test func aBackgroundWorkersReportCountsTheRequestsOfEveryPass() throws {
     let fixture = try RunFixture()
-    Self.serveBackground(fixture, ["f0.txt", "f1.txt"])
+    // big.iso takes about 5 s: the second run comes while the worker is busy with it.
+    Self.serveBackground(fixture, ["f0.txt", "f1.txt"], big: 3 << 20)
     fixture.server.route("/late.txt", .file(Array("late\n".utf8), etag: .strong("late")))
     Self.backgroundManifest(fixture, extra: "      - download: BASE/big.iso")
     let first = try fixture.run()
