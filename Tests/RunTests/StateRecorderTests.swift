@@ -91,4 +91,40 @@ import Testing
     points = try store.checkpoints()
     #expect(Set(points.keys) == [c.key.description])
   }
+
+  @Test func aRecordOfAnotherPartialFileGivesWayOnlyOnceThatFileIsGone() throws {
+    let (folder, plan) = try planned(
+      """
+      version: 1
+      sessions:
+        s:
+          dest: pub
+          partial_dir: ../.partial
+          tasks:
+            - download: http://h.test/a
+            - download: http://h.test/b
+      """)
+    let state = StateFolder(option: nil, manifest: plan.manifest)
+    let (a, b) = (try request(plan, id: "pub/a"), try request(plan, id: "pub/b"))
+    // Before partial_dir was set, both were partial files beside their files; a's is still there.
+    folder.write("pub/a.batchdl-part", "half\n")
+    var prior = PriorState()
+    for (item, name) in [(a, "a"), (b, "b")] {
+      prior.checkpoints[item.key.description] = Checkpoint(
+        key: item.key.description, partial: folder.path + "/pub/\(name).batchdl-part", url: "http://h.test/" + name,
+        etag: "\"1\"", lastModified: nil, total: 10, durable: 5)
+    }
+    do {
+      let store = try #require(try state.openStore())
+      try store.update(checkpoints: Array(prior.checkpoints.values))
+    }
+    let recorder = StateRecorder(plan: plan, redactor: Redactor())
+    recorder.open(try state.openStore(), prior: prior, warn: { Issue.record("\($0)") })
+    recorder.recordStarts([a, b])
+    recorder.close()
+    let points = try #require(try state.openStore(readOnly: true)).checkpoints()
+    #expect(points[a.key.description] == prior.checkpoints[a.key.description])
+    #expect(points[b.key.description]?.partial == plan.partialPath(of: b))
+    #expect(points[b.key.description]?.holdsBytes == false)
+  }
 }

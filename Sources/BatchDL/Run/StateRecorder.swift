@@ -68,22 +68,39 @@ final class StateRecorder {
   /// before its first checkpoint, or a download whose server gives no validator (never
   /// checkpointed), still leaves a record of each partial file batchdl made, so that prune removes
   /// it once no task names it (`RunBookkeeper.removeStalePartials`). A request that has a
-  /// checkpoint already keeps it. The record goes when the request finishes.
+  /// checkpoint already keeps it, unless it names another partial file (`partial_dir:` changed)
+  /// that is gone. The record goes when the request finishes.
   func recordStarts(_ requests: [PlannedRequest]) {
     guard let store else { return }
     var partials: [(key: String, path: String)] = []
+    var replaced: [Checkpoint] = []
     for request in requests where persists(request) {
       guard let partial = plan.partialPath(of: request) else { continue }
       let key = request.key.description
-      guard prior.checkpoints[key] == nil, started.insert(key).inserted else { continue }
+      if let point = prior.checkpoints[key] {
+        // An earlier run's record of another partial file gives way only once that file is gone:
+        // while it is there, prune needs the record to remove it.
+        guard !point.partial.utf8.elementsEqual(partial.utf8), Self.isGone(point.partial) else { continue }
+        replaced.append(
+          Checkpoint(key: key, partial: partial, url: "", etag: nil, lastModified: nil, total: nil, durable: 0))
+        continue
+      }
+      guard started.insert(key).inserted else { continue }
       partials.append((key, partial))
     }
     do {
       try store.record(partials: partials)
+      try store.update(checkpoints: replaced)
     } catch {
       started.removeAll()
       warn("warning: cannot record the partial files of this run in the state folder: \(error)")
     }
+  }
+
+  /// Whether nothing is at `path` (a link counts as something).
+  private static func isGone(_ path: String) -> Bool {
+    var info = stat()
+    return lstat(path, &info) != 0 && (errno == ENOENT || errno == ENOTDIR)
   }
 
   /// A request ended without writing its partial file (a `304`): this run's record of that file
