@@ -37,6 +37,11 @@ public struct Checkpoint: Sendable, Equatable {
 
   /// The `If-Range` validator: the strong ETag, else `Last-Modified`.
   public var validator: String? { etag ?? lastModified }
+
+  /// Whether it records bytes a run can go on from; false for the record a run writes of a partial
+  /// file before its first byte (`StateRecorder.recordStarts`), which only says that batchdl
+  /// made that file, so that prune may remove it once no task names it.
+  public var holdsBytes: Bool { durable > 0 || !extents.isEmpty }
 }
 
 /// A task's last result, and what its file looked like when it was placed.

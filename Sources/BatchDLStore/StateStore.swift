@@ -157,6 +157,33 @@ public final class StateStore {
     }
   }
 
+  /// Records partial files about to be written (request key, absolute path) as checkpoints of no
+  /// bytes, in one transaction; a request that has a checkpoint keeps it.
+  public func record(partials: [(key: String, path: String)]) throws(SQLiteError) {
+    guard !partials.isEmpty else { return }
+    try db.transaction { () throws(SQLiteError) in
+      let insert = try db.prepare(
+        """
+        INSERT OR IGNORE INTO checkpoints (manifest, request_key, partial, url, etag, last_modified, total, durable)
+        VALUES (?1, ?2, ?3, '', NULL, NULL, NULL, 0)
+        """)
+      for (key, path) in partials {
+        try insert.run([manifestValue, .text(key), .text(scope?.stored(path) ?? path)])
+      }
+    }
+  }
+
+  /// Forgets the records of partial files (`record(partials:)`) of `keys`; a checkpoint that holds
+  /// bytes stays.
+  public func forget(partials keys: [String]) throws(SQLiteError) {
+    guard !keys.isEmpty else { return }
+    try db.transaction { () throws(SQLiteError) in
+      let delete = try db.prepare(
+        "DELETE FROM checkpoints WHERE manifest = ?1 AND request_key = ?2 AND durable = 0 AND url = ''")
+      for key in keys { try delete.run([manifestValue, .text(key)]) }
+    }
+  }
+
   /// Removes every checkpoint (of this manifest); returns their partial files, for the caller to
   /// delete.
   public func clearCheckpoints() throws(SQLiteError) -> [String] {

@@ -237,6 +237,7 @@ public final class Engine {
   package func land(_ transfer: Transfer) {
     multi.remove(transfer.easy)
     guard active.removeValue(forKey: transfer.easy.raw) != nil else { return }
+    countRequests(of: transfer)
     admission.ended(session: transfer.spec.sessionKey, host: transfer.spec.hostKey)
   }
 

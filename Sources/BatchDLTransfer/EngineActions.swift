@@ -9,9 +9,6 @@ extension Engine {
   package func finish(handle: UnsafeMutableRawPointer, code: CURLcode) {
     guard let transfer = active[handle] else { return }
     land(transfer)
-    let sent = Self.requestsSent(by: transfer.easy)
-    requestsSent += sent
-    if countsRequestsPerJob, sent > 0 { requestsSentByJob[transfer.job, default: 0] += sent }
     defer { recycle(transfer.easy, session: transfer.spec.sessionKey) }
     noteProtocol(transfer)
     let job = transfer.job
@@ -167,10 +164,26 @@ extension Engine {
 }
 
 extension Engine {
+  /// Counts the requests `transfer` sent (`requestsSent`) as it leaves the engine, however it
+  /// ends: finished, a segment stopped, or cut by a signal.
+  package func countRequests(of transfer: Transfer) {
+    let sent = Self.requestsSent(by: transfer.easy)
+    requestsSent += sent
+    if countsRequestsPerJob, sent > 0 { requestsSentByJob[transfer.job, default: 0] += sent }
+  }
+
   /// Requests a finished transfer sent: none when it never got a request out (no connection),
   /// else one and each redirect libcurl followed itself.
   static func requestsSent(by easy: EasyHandle) -> Int {
-    let sent = easy.info(CURLINFO_REQUEST_SIZE) > 0 || easy.info(CURLINFO_RESPONSE_CODE) > 0
-    return sent ? 1 + max(0, easy.info(CURLINFO_REDIRECT_COUNT)) : 0
+    requestsSent(
+      requestBytes: easy.info(CURLINFO_REQUEST_SIZE), status: easy.info(CURLINFO_RESPONSE_CODE),
+      redirects: easy.info(CURLINFO_REDIRECT_COUNT))
+  }
+
+  /// Requests a transfer sent, from what libcurl says of it, finished or cut: none when no byte of
+  /// a request went out and no response came (no connection), else one and each redirect libcurl
+  /// followed itself. A transfer cut in its body (a signal, a segment stopped) was sent.
+  package static func requestsSent(requestBytes: Int, status: Int, redirects: Int) -> Int {
+    requestBytes > 0 || status > 0 ? 1 + max(0, redirects) : 0
   }
 }

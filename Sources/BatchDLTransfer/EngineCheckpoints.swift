@@ -79,6 +79,8 @@ extension Engine {
     var points: [TransferCheckpoint] = []
     for transfer in active.values {
       multi.remove(transfer.easy)
+      // A transfer cut here was sent: the server's log has it.
+      countRequests(of: transfer)
       if let piece = transfer.piece {
         // A segmented download's first stream: its buffers go to the file before the sync below.
         if let sink = transfer.fileSink {

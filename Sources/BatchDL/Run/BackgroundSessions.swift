@@ -279,6 +279,8 @@ public struct BackgroundSessions {
     guard let lock else { return .locked }
     defer { withExtendedLifetime(lock) {} }
     var passes = 0
+    // What the passes so far sent: each pass's report counts them too.
+    var sent = (requests: 0, descriptors: 0)
     repeat {
       passes += 1
       unlink(wakePath(identifier))
@@ -314,10 +316,12 @@ public struct BackgroundSessions {
       options.eventsPath = eventsPath(identifier)
       options.progress = .never
       options.noPrune = noPrune
+      options.earlierRequests = sent
       let runner = Runner(plan: plan, options: options)
       do {
         last = try runner.run()
         reasons = runner.reasons
+        sent = runner.requestsSent
       } catch {
         var stderr = StandardError()
         stderr.write("batchdl worker: \(error)\n")

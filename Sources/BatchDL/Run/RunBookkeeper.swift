@@ -167,11 +167,13 @@ final class RunBookkeeper: TransferObserver {
       requestsPerSession[Int(request.session), default: 0] += 1
     }
     // What the run sends: a request the state or the HTTP cache answered is not one.
-    report.requests = jobRequests.count + plan.descriptorRequests
+    report.requests = jobRequests.count + plan.descriptorRequests + options.earlierRequests.requests
     // A session's documents are its requests too (`session_finished`, `--metrics`, on_finished).
     for (session, sent) in plan.descriptorRequestsPerSession { requestsPerSession[session, default: 0] += sent }
-    report.descriptorRequests = plan.descriptorRequests
+    report.descriptorRequests = plan.descriptorRequests + options.earlierRequests.descriptors
     display.plannedBytes = expectedBytes(of: jobRequests)
+    // Before the first byte: the partial files this run may make are batchdl's, for prune.
+    recorder.recordStarts(jobRequests.map { plan.requests[Int($0)] })
     // A dependency that is unchanged is already satisfied.
     let waits = jobRequests.map { index in
       plan.requests[Int(index)].dependencies.compactMap {
@@ -231,8 +233,11 @@ final class RunBookkeeper: TransferObserver {
 
   /// The run's engine sent `sent` requests: with the descriptors', the report's `requests`.
   func countSent(_ sent: Int) {
-    report.requests = sent + plan.descriptorRequests
+    report.requests = sent + plan.descriptorRequests + options.earlierRequests.requests
   }
+
+  /// The report's `requests` and `descriptor_requests` (`Runner.requestsSent`).
+  var requestsSent: (requests: Int, descriptors: Int) { (report.requests, report.descriptorRequests) }
 
   /// Records the tasks of the jobs a signal stopped as `cancelled`, with the time they spent.
   func recordCancelled(_ engine: Engine) {
@@ -321,8 +326,8 @@ final class RunBookkeeper: TransferObserver {
         results.append(result)
       }
     }
-    report.requests = plan.descriptorRequests
-    report.descriptorRequests = plan.descriptorRequests
+    report.requests = plan.descriptorRequests + options.earlierRequests.requests
+    report.descriptorRequests = plan.descriptorRequests + options.earlierRequests.descriptors
     report.notRun = (ExitStatus.stateUnusable.rawValue, redactor.text(error.description))
     try? writeReports()
   }

@@ -47,19 +47,34 @@ extension RunBookkeeper {
     var removed: [String] = []
     for (key, point) in prior.checkpoints {
       let partial = FileAccess.normalize(plan.absolute(point.partial))
-      if let kept = current[key], kept.map({ $0.utf8.elementsEqual(partial.utf8) }) ?? false { continue }
-      for top in roots {
-        let prefix = top == "/" ? "/" : top + "/"
-        guard partial.hasPrefix(prefix), partial.utf8.count > prefix.utf8.count else { continue }
-        if PruneFiles.removePartial(root: top, relative: String(partial.dropFirst(prefix.count))) {
-          display.note("pruned the partial file \(redactor.text(partial)) (no task fetches it there any more)")
-        }
-        // A checkpoint of a request the plan still makes is the run's to keep or replace.
-        if current[key] == nil { removed.append(key) }
-        break
+      guard let removal = StalePartials.decide(partial: partial, planned: current[key], roots: roots) else { continue }
+      if PruneFiles.removePartial(root: removal.root, relative: removal.relative) {
+        display.note("pruned the partial file \(redactor.text(partial)) (no task fetches it there any more)")
       }
+      if removal.forget { removed.append(key) }
     }
     recorder.forget(checkpoints: removed)
+  }
+
+  /// Removes the partial files of a destination prune removed (`relative` below `root`, the
+  /// session's `dest`): `NAME.batchdl-part` beside it, and its `DIGEST-NAME.batchdl-part` in the
+  /// session's `partial_dir:`, when they are regular files (no link followed). No task names that
+  /// destination any more and none may name a partial file, so they are the manifest's own,
+  /// left by a download of it that was stopped, perhaps by a release that kept no record of it.
+  private func removePartials(ofPruned relative: String, root: String, session: Int) {
+    let destination = FileAccess.normalize(root + "/" + relative)
+    var found: [(root: String, relative: String)] = [(root, relative + PartialFile.suffix)]
+    if let folder = plan.partialFolder(session: session) {
+      let partial = plan.partialPath(of: destination, session: session)
+      let prefix = Array((folder == "/" ? "/" : folder + "/").utf8)
+      let bytes = Array(partial.utf8)
+      if bytes.count > prefix.count, bytes.starts(with: prefix) {
+        found.append((folder, String(decoding: bytes[prefix.count...], as: UTF8.self)))
+      }
+    }
+    for (top, name) in found where PruneFiles.removePartial(root: top, relative: name) {
+      display.note("pruned the partial file \(redactor.text(top + "/" + name)) (no task fetches it there any more)")
+    }
   }
 
   /// Prunes the sessions of the run that ask for it; returns what each did, in manifest order.
@@ -123,6 +138,8 @@ extension RunBookkeeper {
       }
       outcome.outcome = .pruned
       for deletion in decision.deletions {
+        // Its partial files first, so that a folder they alone kept goes with the file.
+        removePartials(ofPruned: deletion.relative, root: decision.root, session: index)
         switch PruneFiles.remove(root: decision.root, relative: deletion.relative, record: deletion.record) {
         case .placed:
           outcome.deleted.append(redactor.text(deletion.path))

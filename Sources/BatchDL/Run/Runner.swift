@@ -37,6 +37,10 @@ public struct RunOptions: Sendable {
   /// The lock the run takes in the state folder (relative to it); nil: the manifest's own
   /// (`StateFolder.lockName`).
   public var lockName: String?
+  /// Requests (and, of them, descriptors' requests) that earlier passes of the same background
+  /// worker sent: the worker's report, which each pass writes anew, counts them too, since no
+  /// other report does.
+  public var earlierRequests = (requests: 0, descriptors: 0)
 
   public init() {}
 }
@@ -158,8 +162,13 @@ public final class Runner {
     if cancelled, let engine { finished.recordCancelled(engine) }
     let status = try finished.finish(cancelled: cancelled)
     reasons = finished.verdict?.reasons ?? []
+    requestsSent = finished.requestsSent
     return status
   }
+
+  /// The requests the last `run()` counted in its report (`summary.requests` and
+  /// `summary.descriptor_requests`, `RunOptions.earlierRequests` included).
+  public private(set) var requestsSent = (requests: 0, descriptors: 0)
 
   /// Why the last `run()` was not a success, one line each (`RunVerdict.reasons`); empty for a
   /// success.

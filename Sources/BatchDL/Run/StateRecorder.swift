@@ -21,12 +21,16 @@ final class StateRecorder {
   private(set) var unrecorded: String?
   private var pendingResults = ResultBatch()
   private var pendingRemovals: [String] = []
+  /// Requests whose records of their partial files (`recordStarts`) go at the next flush.
+  private var pendingPartials: [String] = []
   private var pendingBudgets: [(key: String, spent: Int64, attempts: Int)] = []
   /// Files placed since the last flush, with their identity (what `prune:` may remove later).
   private var pendingPlaced: [PlacedFile] = []
   private var lastFlush = Engine.now()
   /// Requests (by key) whose checkpoints were recorded in this run.
   private var checkpointed: Set<String> = []
+  /// Requests (by key) whose partial files this run recorded before sending them (`recordStarts`).
+  private var started: Set<String> = []
 
   init(plan: Plan, redactor: Redactor) {
     self.plan = plan
@@ -56,7 +60,55 @@ final class StateRecorder {
     // Most runs have none: the key's text is only made to look one up.
     guard !prior.checkpoints.isEmpty || !checkpointed.isEmpty else { return false }
     let key = request.key.description
-    return prior.checkpoints[key] != nil || checkpointed.contains(key)
+    return prior.checkpoints[key]?.holdsBytes == true || checkpointed.contains(key)
+  }
+
+  /// Records the partial file of each of `requests` (about to be sent) in the state folder before
+  /// its first byte is written, as a checkpoint of no bytes, in one transaction: a run killed
+  /// before its first checkpoint, or a download whose server gives no validator (never
+  /// checkpointed), still leaves a record of each partial file batchdl made, so that prune removes
+  /// it once no task names it (`RunBookkeeper.removeStalePartials`). A request that has a
+  /// checkpoint already keeps it, unless it names another partial file (`partial_dir:` changed)
+  /// that is gone. The record goes when the request finishes.
+  func recordStarts(_ requests: [PlannedRequest]) {
+    guard let store else { return }
+    var partials: [(key: String, path: String)] = []
+    var replaced: [Checkpoint] = []
+    for request in requests where persists(request) {
+      guard let partial = plan.partialPath(of: request) else { continue }
+      let key = request.key.description
+      if let point = prior.checkpoints[key] {
+        // An earlier run's record of another partial file gives way only once that file is gone:
+        // while it is there, prune needs the record to remove it.
+        guard !point.partial.utf8.elementsEqual(partial.utf8), Self.isGone(point.partial) else { continue }
+        replaced.append(
+          Checkpoint(key: key, partial: partial, url: "", etag: nil, lastModified: nil, total: nil, durable: 0))
+        continue
+      }
+      guard started.insert(key).inserted else { continue }
+      partials.append((key, partial))
+    }
+    do {
+      try store.record(partials: partials)
+      try store.update(checkpoints: replaced)
+    } catch {
+      started.removeAll()
+      warn("warning: cannot record the partial files of this run in the state folder: \(error)")
+    }
+  }
+
+  /// Whether nothing is at `path` (a link counts as something).
+  private static func isGone(_ path: String) -> Bool {
+    var info = stat()
+    return lstat(path, &info) != 0 && (errno == ENOENT || errno == ENOTDIR)
+  }
+
+  /// A request ended without writing its partial file (a `304`): this run's record of that file
+  /// goes, and an earlier run's checkpoint stays.
+  func notWritten(_ request: PlannedRequest) {
+    guard !started.isEmpty else { return }
+    let key = request.key.description
+    if started.contains(key) && !checkpointed.contains(key) { pendingPartials.append(key) }
   }
 
   /// Records checkpoints at once (they are what a kill leaves to resume from).
@@ -184,10 +236,15 @@ final class StateRecorder {
   /// A request finished: its checkpoint and budget go (only a request that has some has rows to
   /// remove, and most have none).
   func finished(_ request: PlannedRequest) {
-    guard !prior.checkpoints.isEmpty || !prior.budgets.isEmpty || !checkpointed.isEmpty else { return }
+    guard !prior.checkpoints.isEmpty || !prior.budgets.isEmpty || !checkpointed.isEmpty || !started.isEmpty else {
+      return
+    }
     let key = request.key.description
     if prior.checkpoints[key] != nil || prior.budgets[key] != nil || checkpointed.contains(key) {
       pendingRemovals.append(key)
+    } else if started.contains(key) {
+      // Only this run's record of its partial file: one row to delete, nothing else to look at.
+      pendingPartials.append(key)
     }
   }
 
@@ -198,6 +255,7 @@ final class StateRecorder {
     do {
       try store.save(results: pendingResults)
       try store.update(checkpoints: [], removing: pendingRemovals)
+      try store.forget(partials: pendingPartials)
       try store.save(budgets: pendingBudgets, removing: pendingRemovals)
       try store.update(placed: pendingPlaced)
       unrecorded = nil
@@ -210,6 +268,7 @@ final class StateRecorder {
     }
     pendingResults.removeAll()
     pendingRemovals.removeAll(keepingCapacity: true)
+    pendingPartials.removeAll(keepingCapacity: true)
     pendingBudgets.removeAll(keepingCapacity: true)
     pendingPlaced.removeAll(keepingCapacity: true)
   }

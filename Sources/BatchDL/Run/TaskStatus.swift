@@ -150,7 +150,8 @@ public struct StateMaintenance {
     let prior = try state.priorOfAllShards()
     var stats = Stats()
     stats.results = prior.results.count
-    stats.checkpoints = prior.checkpoints.count
+    // A record of a partial file made before its first byte holds nothing to go on from.
+    stats.checkpoints = prior.checkpoints.values.count(where: \.holdsBytes)
     let partials = partialFiles()
     stats.partialFiles = partials.count
     stats.partialBytes = partials.reduce(0) { $0 + $1.size }

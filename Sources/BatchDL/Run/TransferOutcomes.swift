@@ -129,6 +129,7 @@ extension RunBookkeeper {
           (try? caches.cache(for: request)?.refresh(key: request.key.description, head: result.head)) ?? nil
         serve(refreshed ?? cached, for: request, source: "not-modified", attempts: result.attempts)
       }
+      recorder.notWritten(request)
     case .success(let result) where result.notModified:
       for task in tasks {
         var unchanged = base(task)
@@ -143,6 +144,7 @@ extension RunBookkeeper {
         record(unchanged)
         recorder.rechecked(task, request: request)
       }
+      recorder.notWritten(request)
     case .success(let received):
       if let refusal = Publication.refusal(
         of: jobRequests[job], plan: plan, failed: failedRequests, attempts: received.attempts)
