@@ -219,14 +219,8 @@ public enum Metalink {
       MetalinkDocument(version: nil, files: [], diagnostics: [Diagnostic(.error, at: mark, message)])
     }
     let reader = MetalinkReader(positions: positions)
-    let parser = XMLParser(data: Data(bytes))
-    parser.shouldProcessNamespaces = true
-    parser.shouldReportNamespacePrefixes = false
-    // XMLParser sets libxml2's options itself (XML_PARSE_RECOVER | XML_PARSE_NOENT, and DTDLOAD when
-    // this is true) and offers no way to change them: the reader's DTD callbacks are the parser's
-    // guard (see `MetalinkReader`).
-    parser.shouldResolveExternalEntities = false
-    parser.delegate = reader
+    // The reader's DTD callbacks are the parser's guard (see `MetalinkReader`).
+    let parser = XMLParser.forNetworkDocument(bytes, delegate: reader)
     let finished = parser.parse()
     if let problem = reader.xmlError ?? reader.fatal {
       return failed(problem.mark, problem.message)

@@ -74,11 +74,7 @@ package enum S3Listing {
           "the listing page has a <!DOCTYPE>: S3 sends none, and its entity declarations are refused"))
     }
     let reader = S3ListingReader()
-    let parser = XMLParser(data: Data(bytes))
-    parser.shouldProcessNamespaces = true
-    parser.shouldReportNamespacePrefixes = false
-    parser.shouldResolveExternalEntities = false
-    parser.delegate = reader
+    let parser = XMLParser.forNetworkDocument(bytes, delegate: reader)
     let finished = parser.parse()
     if let problem = reader.problem { return .failure(problem) }
     guard finished, parser.parserError == nil else {
