@@ -48,6 +48,19 @@ extension Transfer {
   }
 }
 
+extension Transfer {
+  /// A TLS failure of an HTTPS proxy's own handshake names the proxy: libcurl gives it the code
+  /// and words of the origin's (an untrusted certificate is CURLE_PEER_FAILED_VERIFICATION for
+  /// both), and only the proxy's verify result tells them apart.
+  func nameProxyInTLSFailure(_ failure: inout TransferFailure) {
+    guard failure.code == .tls, case .via(let proxy) = spec.access.proxy.decision(for: spec.url),
+      proxy.kind == .https, easy.info(CURLINFO_PROXY_SSL_VERIFYRESULT) != 0
+    else { return }
+    failure.message =
+      "the HTTPS proxy: " + failure.message.replacingOccurrences(of: "the server's ", with: "the proxy's ")
+  }
+}
+
 /// What a request to its URL presents.
 package enum RequestCredentials: Equatable {
   case password(user: String, password: String, scheme: Credentials.Scheme)
