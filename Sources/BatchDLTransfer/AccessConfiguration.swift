@@ -43,6 +43,9 @@ extension Transfer {
       case .any: try easy.set(CURLOPT_HTTPAUTH, ccurl_auth_any)
       }
     case .signature(let settings):
+      // The path is sent as it is signed (each segment encoded once, `+` as `%2B`).
+      let sent = AWSSignature.urlWithCanonicalPath(spec.url)
+      if sent != spec.url { try easy.set(CURLOPT_URL, sent) }
       headers += try AccessSigning.headers(for: spec, settings: settings)
     }
   }
