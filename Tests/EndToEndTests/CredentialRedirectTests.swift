@@ -396,6 +396,8 @@ import Testing
       connections[request.connectionID, default: []].insert(name)
     }
     #expect(!connections.isEmpty)
+    // Connections are reused within a session (else the test would prove nothing).
+    #expect(connections.count < server.requests.count, "\(connections.count) connections")
     for (id, sessions) in connections {
       #expect(sessions.count == 1, "connection \(id) carried the requests of \(sessions.sorted())")
     }

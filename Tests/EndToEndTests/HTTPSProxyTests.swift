@@ -50,6 +50,7 @@ struct HTTPSProxyTests {
     let lines = proxy.tinyproxy.requestLines()
     #expect(!lines.isEmpty && lines.allSatisfy { $0 == "CONNECT 127.0.0.1:\(nginx.port) HTTP/1.1" }, "\(lines)")
     #expect(nginx.requests(for: "/t.bin").count == 1)
+    #expect(nginx.requests(for: "/t.bin").first?.proto == "HTTP/2.0", "HTTP/2 inside the tunnel inside TLS")
   }
 
   @Test func anHTTPSProxyWhoseCertificateIsNotTrustedFailsWithAClearError() throws {
