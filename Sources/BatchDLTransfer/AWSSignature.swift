@@ -261,6 +261,19 @@ package struct AWSSignature: Sendable {
     return encoded.hasPrefix("/") ? encoded : "/" + encoded
   }
 
+  /// `url` with its path in the canonical form the signature covers, to be sent as is: a server
+  /// that signs the path it receives (moto) and one that decodes it first (S3) then agree, where a
+  /// `+`, `=` or `&` left raw in a path would be read one way and signed another.
+  package static func urlWithCanonicalPath(_ url: String) -> String {
+    guard let schemeEnd = url.range(of: "://") else { return url }
+    let rest = url[schemeEnd.upperBound...]
+    guard let slash = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }), rest[slash] == "/" else {
+      return url
+    }
+    let end = rest[slash...].firstIndex(where: { $0 == "?" || $0 == "#" }) ?? rest.endIndex
+    return String(url[..<slash]) + canonicalPath(String(rest[slash..<end])) + rest[end...]
+  }
+
   /// The query's parameters decoded, encoded with AWS's rules and sorted by name, then value.
   package static func canonicalQuery(_ query: String) -> String {
     guard !query.isEmpty else { return "" }

@@ -43,8 +43,24 @@ extension Transfer {
       case .any: try easy.set(CURLOPT_HTTPAUTH, ccurl_auth_any)
       }
     case .signature(let settings):
+      // The path is sent as it is signed (each segment encoded once, `+` as `%2B`).
+      let sent = AWSSignature.urlWithCanonicalPath(spec.url)
+      if sent != spec.url { try easy.set(CURLOPT_URL, sent) }
       headers += try AccessSigning.headers(for: spec, settings: settings)
     }
+  }
+}
+
+extension Transfer {
+  /// A TLS failure of an HTTPS proxy's own handshake names the proxy: libcurl gives it the code
+  /// and words of the origin's (an untrusted certificate is CURLE_PEER_FAILED_VERIFICATION for
+  /// both), and only the proxy's verify result tells them apart.
+  func nameProxyInTLSFailure(_ failure: inout TransferFailure) {
+    guard failure.code == .tls, case .via(let proxy) = spec.access.proxy.decision(for: spec.url),
+      proxy.kind == .https, easy.info(CURLINFO_PROXY_SSL_VERIFYRESULT) != 0
+    else { return }
+    failure.message =
+      "the HTTPS proxy: " + failure.message.replacingOccurrences(of: "the server's ", with: "the proxy's ")
   }
 }
 

@@ -1,3 +1,5 @@
+import BatchDLSupport
+
 /// A netrc file (`netrc:`), read when the manifest is: credentials per host, looked up the way
 /// curl reads the file, with the rules curl's history taught (CVE-2024-11053, CVE-2025-0167): each
 /// host's entry stands alone — an entry without a password gives no password, the `default` entry
@@ -117,11 +119,22 @@ public struct Netrc: Sendable, Hashable {
         case .failure(let problem): return .failure(problem)
         }
       default:
+        // A word right after a password may be the rest of it (a password with a space, not
+        // quoted): it is a secret, and is not shown; any other is shown short.
+        if index >= 3, tokens[index - 3].word == "password" {
+          return .failure(
+            Problem(
+              line: token.line,
+              message:
+                "an unknown word follows a password (not shown): a password holding a space is quoted, password \"...\""
+            ))
+        }
         return .failure(
           Problem(
             line: token.line,
             message:
-              "unknown word '\(token.word)': a netrc file holds machine, default, login, password, account and macdef"))
+              "unknown word '\(ShownText.escaped(token.word, limit: 40))': a netrc file holds machine, default, login, password, account and macdef"
+          ))
       }
     }
     return .success(Netrc(entries: entries, path: path))

@@ -310,6 +310,7 @@ package final class Transfer {
     }
     if code != CURLE_OK {
       var failure = FailureClassifier.classify(code, message: easy.message(for: code), inHead: !parser.complete)
+      nameProxyInTLSFailure(&failure)
       if spec.httpVersion == .http2, !parser.complete, !spec.url.utf8.starts(with: "https:".utf8),
         failure.code == .network || failure.code == .badResponse
       {

@@ -26,6 +26,8 @@ extension Descriptors {
     struct Progress {
       var bucket: S3Bucket?
       var token: String?
+      /// The continuation tokens followed so far: a page naming one of them again loops.
+      var tokens: Set<String> = []
       var objects: [S3ListedObject] = []
       var crawl = IndexCrawl()
       var done = false
@@ -64,8 +66,13 @@ extension Descriptors {
           case .success(let listed):
             progress[number].objects += listed.objects
             if listed.isTruncated, let next = listed.nextContinuationToken {
-              progress[number].token = next
-              progress[number].done = false
+              if progress[number].tokens.insert(next).inserted {
+                progress[number].token = next
+                progress[number].done = false
+              } else {
+                progress[number].crawl.limitProblem =
+                  "the bucket listing names a continuation token it named before ('\(ShownText.escaped(next, limit: 80))'): the server would answer the same pages forever; the objects of the pages read are kept, the listing stops here"
+              }
             }
           case .failure(let problem):
             page.outcome = .failed
@@ -82,7 +89,9 @@ extension Descriptors {
           && (round >= maxBucketPages || progress[number].objects.count > limits.maxEntries)
         {
           progress[number].crawl.limitProblem =
-            "the bucket lists more than \(min(limits.maxEntries, maxBucketPages * 1_000)) objects under the prefix, the most batchdl reads of one index; the rest are left out"
+            progress[number].objects.count > limits.maxEntries
+            ? "the bucket lists more than \(limits.maxEntries) objects under the prefix, the most batchdl reads of one index; the rest are left out"
+            : "the bucket listing goes on past \(maxBucketPages) pages, the most batchdl reads of one index; the rest are left out"
           progress[number].done = true
         }
       }
