@@ -32,11 +32,14 @@ public enum AptClearSigned {
   static let beginSignature = Array("-----BEGIN PGP SIGNATURE-----".utf8)
   static let endSignature = Array("-----END PGP SIGNATURE-----".utf8)
 
-  /// Whether `bytes` start as a clear-signed document does (an `InRelease`, not a `Release`).
+  /// Whether `bytes` hold a line `-----BEGIN PGP SIGNED MESSAGE-----` anywhere: a clear-signed
+  /// document (an `InRelease`), even one with text before it (which `signedText` refuses).
   public static func looksClearSigned(_ bytes: [UInt8]) -> Bool {
     var lines = Lines(bytes)
-    guard let first = lines.next() else { return false }
-    return Self.isArmor(bytes[first.content], beginMessage)
+    while let line = lines.next() {
+      if isArmor(bytes[line.content], beginMessage) { return true }
+    }
+    return false
   }
 
   /// The signed text of the clear-signed `document`, or why its structure is refused.
