@@ -30,7 +30,7 @@ final class StateRecorder {
   /// Requests (by key) whose checkpoints were recorded in this run.
   private var checkpointed: Set<String> = []
   /// Requests (by key) whose partial files this run recorded before sending them (`recordStarts`).
-  private var started: Set<String> = []
+  private var started: Set<RequestKey> = []
 
   init(plan: Plan, redactor: Redactor) {
     self.plan = plan
@@ -85,7 +85,7 @@ final class StateRecorder {
           Checkpoint(key: key, partial: partial, url: "", etag: nil, lastModified: nil, total: nil, durable: 0))
         continue
       }
-      guard started.insert(key).inserted else { continue }
+      guard started.insert(request.key).inserted else { continue }
       partials.append((key, partial))
     }
     do {
@@ -106,9 +106,9 @@ final class StateRecorder {
   /// A request ended without writing its partial file (a `304`): this run's record of that file
   /// goes, and an earlier run's checkpoint stays.
   func notWritten(_ request: PlannedRequest) {
-    guard !started.isEmpty else { return }
+    guard started.contains(request.key) else { return }
     let key = request.key.description
-    if started.contains(key) && !checkpointed.contains(key) { pendingPartials.append(key) }
+    if !checkpointed.contains(key) { pendingPartials.append(key) }
   }
 
   /// Records checkpoints at once (they are what a kill leaves to resume from).
@@ -236,16 +236,16 @@ final class StateRecorder {
   /// A request finished: its checkpoint and budget go (only a request that has some has rows to
   /// remove, and most have none).
   func finished(_ request: PlannedRequest) {
-    guard !prior.checkpoints.isEmpty || !prior.budgets.isEmpty || !checkpointed.isEmpty || !started.isEmpty else {
-      return
+    if !prior.checkpoints.isEmpty || !prior.budgets.isEmpty || !checkpointed.isEmpty {
+      let key = request.key.description
+      if prior.checkpoints[key] != nil || prior.budgets[key] != nil || checkpointed.contains(key) {
+        pendingRemovals.append(key)
+        return
+      }
     }
-    let key = request.key.description
-    if prior.checkpoints[key] != nil || prior.budgets[key] != nil || checkpointed.contains(key) {
-      pendingRemovals.append(key)
-    } else if started.contains(key) {
-      // Only this run's record of its partial file: one row to delete, nothing else to look at.
-      pendingPartials.append(key)
-    }
+    // Only this run's record of its partial file: one row to delete, nothing else to look at (the
+    // key's text is made only then).
+    if started.contains(request.key) { pendingPartials.append(request.key.description) }
   }
 
   /// Writes results, removed checkpoints and budgets: at most four times a second, unless `force`.
