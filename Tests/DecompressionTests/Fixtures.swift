@@ -2,7 +2,8 @@ import Foundation
 import TestSupport
 
 /// Compressed inputs made by the tests with Python's gzip, lzma and zlib modules and the gzip and
-/// xz tools, in a temporary folder the value owns.
+/// xz tools, in a temporary folder the value owns. The suites keep theirs in a `static let`, never
+/// released: those folders are removed when the test process exits.
 struct Fixtures {
   struct Failure: Error, CustomStringConvertible {
     var description: String
@@ -63,6 +64,7 @@ struct Fixtures {
   /// Runs `script` (after the prelude) in a new folder.
   init(_ script: String) throws {
     folder = TemporaryDirectory()
+    LeftFolders.remember(folder.path)
     let outcome = try ExternalTool.run(
       "/usr/bin/python3", ["-c", Self.prelude + "\n" + script], in: folder.path, timeout: 600)
     guard outcome.status == 0, !outcome.timedOut else {
@@ -76,5 +78,21 @@ struct Fixtures {
   /// The bytes of `name`, or nil when there is no such file.
   func bytes(_ name: String) -> [UInt8]? {
     FileManager.default.contents(atPath: path(name)).map { [UInt8]($0) }
+  }
+}
+
+/// Fixture folders removed at the process's exit, for those a static keeps alive.
+enum LeftFolders {
+  private static let lock = NSLock()
+  nonisolated(unsafe) private static var paths: [String] = []
+  private static let registered: Void = { atexit { LeftFolders.removeAll() } }()
+
+  static func remember(_ path: String) {
+    _ = registered
+    lock.withLock { paths.append(path) }
+  }
+
+  private static func removeAll() {
+    for path in lock.withLock({ paths }) { try? FileManager.default.removeItem(atPath: path) }
   }
 }

@@ -97,6 +97,21 @@ import Testing
     }
   }
 
+  /// A byte buffer, whole (the value API) and an uncompressed one in pieces.
+  @Test func buffers() throws {
+    let folder = try Self.fixtures.get()
+    let input = try #require(folder.bytes("members.gz"))
+    let (output, result) = try Decompression.decompressed(input, format: .gzip)
+    #expect(output == folder.bytes("members.gz.expected"))
+    #expect(result.members == 3)
+    #expect(result.inputSHA256 == FileDigest.hex(of: input, algorithm: .sha256))
+    let plain = Array("Package: a\n\nPackage: b\n".utf8)
+    let (same, plainResult) = try Self.pieces(plain, .uncompressed, sizes: [1, 5])
+    #expect(same == plain)
+    #expect(plainResult.inputSHA256 == plainResult.outputSHA256)
+    #expect(plainResult.members == 0)
+  }
+
   struct SinkFull: Error {}
 
   /// A sink's error comes out as it is; the decompressor is not used again.
