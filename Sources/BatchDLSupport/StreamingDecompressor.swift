@@ -12,9 +12,9 @@ import Crypto
 /// the Release file pins the compressed file's digest anyway.
 ///
 /// Bounded: output is made at most one byte past what the limits allow; the sink gets the output
-/// up to the limit exactly, then the error; the ratio is taken against `inputSize` (the whole input's size, when known)
-/// or against the bytes read so far. Not thread-safe; after it throws it must not be used again
-/// (it throws `alreadyFailed`).
+/// up to the limit exactly, then the error. The ratio is taken against `inputSize` (the whole
+/// input's size, when known) or against the bytes read so far. Not thread-safe; after it throws it
+/// must not be used again (it throws `alreadyFailed`).
 package final class StreamingDecompressor {
   package let format: CompressionFormat
   package let limits: DecompressionLimits
