@@ -47,6 +47,14 @@ let package = Package(
       cSettings: [.unsafeFlags(["-Wall", "-Werror", "-I/usr/include/libxml2"])],
       linkerSettings: [.linkedLibrary("xml2")]
     ),
+    // zlib and liblzma, for the .gz and .xz indexes of package repositories (decompressed
+    // streaming and bounded): the decoder state behind an opaque pointer, since both libraries
+    // keep pointers to it and their init functions are macros.
+    .target(
+      name: "CCompression",
+      cSettings: [.unsafeFlags(["-Wall", "-Werror"])],
+      linkerSettings: [.linkedLibrary("z"), .linkedLibrary("lzma")]
+    ),
     .systemLibrary(
       name: "CYAML",
       pkgConfig: "yaml-0.1",
@@ -60,6 +68,7 @@ let package = Package(
     .target(
       name: "BatchDLSupport",
       dependencies: [
+        "CCompression",
         "CCurl",
         "CSystem",
         .product(name: "Crypto", package: "swift-crypto"),
@@ -186,6 +195,11 @@ let package = Package(
     .testTarget(
       name: "EndToEndTests",
       dependencies: ["BatchDLSupport", "BatchDLTransfer", "BatchDLStore", "TestSupport", "TestServer"],
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "DecompressionTests",
+      dependencies: ["BatchDLSupport", "TestSupport"],
       swiftSettings: strict
     ),
     .testTarget(
