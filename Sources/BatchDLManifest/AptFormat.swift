@@ -67,7 +67,8 @@ public struct AptFormat: RepositoryFormat {
       result.fail(release.path, "descriptor", problem.message)
       return .done(result)
     }
-    let requests = plan.targets.filter { documents[$0.fetchPath] == nil }.map {
+    var asking: Set<[UInt8]> = []
+    let requests = plan.targets.filter { documents[$0.fetchPath] == nil && asking.insert($0.fetchPath).inserted }.map {
       RepositoryRequest(
         path: $0.path, fetchPath: $0.fetchPath, size: $0.size, sha256: $0.sha256, isOptional: $0.isOptional)
     }

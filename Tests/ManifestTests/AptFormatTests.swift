@@ -1,3 +1,4 @@
+import BatchDLSupport
 import Foundation
 import TestSupport
 import Testing
@@ -219,5 +220,43 @@ import Testing
     #expect(Self.codes(run.result) == ["pool/a.deb": "descriptor"])
     #expect(Self.names(run.result.pool) == ["pool/one.deb", "pool/two.deb"])
     #expect(run.result.roots.count == 2)
+  }
+
+  @Test func anIndexPastTheDecompressionBoundFailsDescriptor() throws {
+    let repository = try AptRepositoryFixture(suites: ["stable"], components: ["main"], architectures: ["amd64"])
+    var format = AptFormat(suite: "stable", components: ["main"], architectures: ["amd64"], sources: true)
+    format.decompressionLimits = DecompressionLimits(maxOutputBytes: 64, ratioFloorBytes: 0)
+    let run = try Self.run(format) { repository.read(String(decoding: $0, as: UTF8.self)) }
+    #expect(
+      Self.codes(run.result)
+        == [
+          "dists/stable/main/binary-amd64/Packages.xz": "descriptor",
+          "dists/stable/main/source/Sources.xz": "descriptor",
+        ])
+    #expect(run.result.pool.isEmpty && run.result.indexes.isEmpty && run.result.roots.isEmpty)
+  }
+
+  @Test func aSignedIndexThatIsNoValidCompressedFileFailsDescriptor() throws {
+    let garbage = Array("not xz at all".utf8)
+    let release = Array(
+      "Suite: stable\nSHA256:\n \(AptRepositoryFixture.sha256(garbage)) \(garbage.count) main/binary-amd64/Packages.xz\n"
+        .utf8)
+    let served = ["dists/stable/InRelease": release, "dists/stable/main/binary-amd64/Packages.xz": garbage]
+    let format = AptFormat(suite: "stable", components: ["main"], architectures: ["amd64"])
+    let run = try Self.run(format) { served[String(decoding: $0, as: UTF8.self)] }
+    #expect(Self.codes(run.result) == ["dists/stable/main/binary-amd64/Packages.xz": "descriptor"])
+    #expect(run.result.roots.isEmpty)
+  }
+
+  @Test func aReleaseWithoutDateFailsSignatureOnlyWhenAStoredCopyHasOne() throws {
+    let packages = Array("".utf8)
+    let release = Array(
+      "Suite: stable\nSHA256:\n \(AptRepositoryFixture.sha256(packages)) 0 main/binary-amd64/Packages\n".utf8)
+    let served = ["dists/stable/InRelease": release, "dists/stable/main/binary-amd64/Packages": packages]
+    let format = AptFormat(suite: "stable", components: ["main"], architectures: ["amd64"])
+    let first = try Self.run(format) { served[String(decoding: $0, as: UTF8.self)] }
+    #expect(first.result.failures.isEmpty && Self.names(first.result.roots) == ["dists/stable/InRelease"])
+    let again = try Self.run(format, storedDate: 1_795_860_000) { served[String(decoding: $0, as: UTF8.self)] }
+    #expect(Self.codes(again.result) == ["dists/stable/InRelease": "signature"])
   }
 }
