@@ -117,21 +117,20 @@ extension ManifestDecoder {
       written = text
     }
     let path = FileAccess.resolve(written, against: absoluteDirectory)
-    var info = stat()
-    guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
-      diagnostics.error(
-        node.mark, "netrc file '\(written)' \(errno == ENOENT ? "does not exist" : "is not a regular file")")
-      return nil
-    }
-    guard info.st_size <= 1 << 20 else {
-      diagnostics.error(node.mark, "netrc file '\(written)' holds \(info.st_size) bytes: at most 1 MiB is read")
-      return nil
-    }
     let bytes: [UInt8]
-    do {
-      bytes = try FileAccess.readAll(path)
-    } catch {
-      diagnostics.error(node.mark, "netrc file '\(written)' cannot be read: \(error.reason)")
+    switch FileAccess.readSmallFile(path, limit: 1 << 20) {
+    case .success(let read): bytes = read
+    case .failure(.missing):
+      diagnostics.error(node.mark, "netrc file '\(written)' does not exist")
+      return nil
+    case .failure(.unreadable(let reason)):
+      diagnostics.error(node.mark, "netrc file '\(written)' cannot be read: \(reason)")
+      return nil
+    case .failure(.notRegular(let kind)):
+      diagnostics.error(node.mark, "netrc file '\(written)' is not a regular file (it is \(kind))")
+      return nil
+    case .failure(.tooLarge(let size)):
+      diagnostics.error(node.mark, "netrc file '\(written)' holds \(size) bytes: at most 1 MiB is read")
       return nil
     }
     switch Netrc.parse(String(decoding: bytes, as: UTF8.self), path: path) {
@@ -184,13 +183,13 @@ extension ManifestDecoder {
     else { return nil }
     secret("aws_sigv4.access_key", access)
     secret("aws_sigv4.secret_key", secretKey)
-    switch AWSSigV4Settings.parseProvider(provider) {
-    case .success(let parts):
+    do throws(AWSSignatureProblem) {
+      let parts = try AWSProvider(parsing: provider)
       return AWSSigV4Settings(
         provider: provider, region: parts.region, service: parts.service, accessKey: access, secretKey: secretKey,
         sessionToken: token)
-    case .failure(let problem):
-      diagnostics.error(node["provider"]?.mark ?? node.mark, problem.message)
+    } catch {
+      diagnostics.error(node["provider"]?.mark ?? node.mark, error.message)
       return nil
     }
   }

@@ -106,28 +106,20 @@ package struct EnvironmentExpansion {
     guard !written.isEmpty else {
       return .failure(Problem(offset: 0, message: "${file:} names no file: write ${file:/run/secrets/NAME}"))
     }
-    let path = FileAccess.resolve(written, against: directory)
-    var info = stat()
-    guard stat(path, &info) == 0 else {
-      let relative = written.hasPrefix("/") ? "" : " (a relative path is read from the manifest's folder)"
-      return .failure(
-        Problem(offset: 0, message: "${file:\(written)} cannot be read: \(String(cString: strerror(errno)))\(relative)")
-      )
-    }
-    // A FIFO would hold the manifest's reading forever, a device feed it endless bytes.
-    guard info.st_mode & S_IFMT == S_IFREG else {
-      return .failure(Problem(offset: 0, message: "${file:\(written)} is not a regular file"))
-    }
-    guard info.st_size <= secretFileLimit else {
-      return .failure(
-        Problem(
-          offset: 0, message: "${file:\(written)} holds \(info.st_size) bytes: a secret file holds at most 64 KiB"))
-    }
     let bytes: [UInt8]
-    do {
-      bytes = try FileAccess.readAll(path)
-    } catch {
-      return .failure(Problem(offset: 0, message: "${file:\(written)} cannot be read: \(error.reason)"))
+    let read = FileAccess.readSmallFile(FileAccess.resolve(written, against: directory), limit: Int64(secretFileLimit))
+    switch read {
+    case .success(let contents): bytes = contents
+    case .failure(.missing), .failure(.unreadable):
+      var reason = String(cString: strerror(ENOENT))
+      if case .failure(.unreadable(let words)) = read { reason = words }
+      let relative = written.hasPrefix("/") ? "" : " (a relative path is read from the manifest's folder)"
+      return .failure(Problem(offset: 0, message: "${file:\(written)} cannot be read: \(reason)\(relative)"))
+    case .failure(.notRegular(let kind)):
+      return .failure(Problem(offset: 0, message: "${file:\(written)} is not a regular file (it is \(kind))"))
+    case .failure(.tooLarge(let size)):
+      return .failure(
+        Problem(offset: 0, message: "${file:\(written)} holds \(size) bytes: a secret file holds at most 64 KiB"))
     }
     var end = bytes.count
     if end > 0, bytes[end - 1] == 0x0A {

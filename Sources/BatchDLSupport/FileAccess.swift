@@ -43,6 +43,44 @@ public enum FileAccess {
     return bytes
   }
 
+  /// Why a small file a manifest names (a secret, a netrc file) cannot be read.
+  package enum SmallFileProblem: Error, Equatable {
+    /// No file at the path.
+    case missing
+    /// Open failed (no such file, no permission...): `errno`'s words.
+    case unreadable(String)
+    /// A FIFO, device, socket or folder, by `irregularKind`'s words ("a folder" for a folder).
+    case notRegular(String)
+    /// Longer than the limit: its size.
+    case tooLarge(Int64)
+  }
+
+  /// The bytes of a regular file of at most `limit` bytes. It is opened without blocking and
+  /// checked on the descriptor before a byte is read: a FIFO would hold the reading forever, a
+  /// device feed it endless bytes, and a check by path could be answered by another file.
+  package static func readSmallFile(_ path: String, limit: Int64) -> Result<[UInt8], SmallFileProblem> {
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+    guard fd >= 0 else { return .failure(errno == ENOENT ? .missing : .unreadable(String(cString: strerror(errno)))) }
+    defer { close(fd) }
+    var info = stat()
+    guard fstat(fd, &info) == 0 else { return .failure(.unreadable(String(cString: strerror(errno)))) }
+    guard info.st_mode & S_IFMT == S_IFREG else {
+      return .failure(.notRegular(irregularKind(info.st_mode) ?? "a folder"))
+    }
+    guard Int64(info.st_size) <= limit else { return .failure(.tooLarge(Int64(info.st_size))) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+      let count = chunk.withUnsafeMutableBytes { SystemCalls.readRetrying(fd, into: $0) }
+      if count < 0 { return .failure(.unreadable(String(cString: strerror(errno)))) }
+      if count == 0 { break }
+      bytes.append(contentsOf: chunk[0..<count])
+      // A file that grew past the limit since `fstat`.
+      if Int64(bytes.count) > limit { return .failure(.tooLarge(Int64(bytes.count))) }
+    }
+    return .success(bytes)
+  }
+
   /// Creates `path` and the folders above it, like `mkdir -p`.
   public static func makeDirectories(_ path: String) throws(SystemError) {
     var info = stat()

@@ -80,6 +80,8 @@ extension TransferSpec {
   /// - Else the netrc file's entry for the URL's host, for the user the URL names if it names one.
   package var credentialsForURL: RequestCredentials? {
     let access = access
+    // Most requests carry none: their URL is not read.
+    guard access.auth != nil || access.awsSigV4 != nil || access.netrc != nil else { return nil }
     let atOrigin = headerOrigin.map { $0.owns(url) } ?? true
     if atOrigin, let auth = access.auth {
       return .password(user: auth.user, password: auth.password, scheme: auth.scheme)

@@ -105,19 +105,4 @@ public struct AWSSigV4Settings: Sendable, Hashable {
     self.secretKey = secretKey
     self.sessionToken = sessionToken
   }
-
-  /// The region and service of a provider string `aws:amz:REGION:SERVICE`, or why it is not one
-  /// (`AWSProvider` reads it).
-  public static func parseProvider(_ text: String) -> Result<(region: String, service: String), ProviderProblem> {
-    do {
-      let provider = try AWSProvider(parsing: text)
-      return .success((provider.region, provider.service))
-    } catch {
-      return .failure(ProviderProblem(message: error.message))
-    }
-  }
-
-  public struct ProviderProblem: Error, Sendable {
-    public var message: String
-  }
 }

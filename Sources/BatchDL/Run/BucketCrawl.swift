@@ -59,8 +59,8 @@ extension Descriptors {
         let url = bucket.listURL(continuationToken: progress[number].token)
         let key = DescriptorSet.key(of: url, for: item.session, in: manifest)
         let document = fetcher.documents[key] ?? FetchedDocument(outcome: .missing)
-        var page = ListingPage(url: fetcher.redactor.url(url), outcome: document.outcome, sha256: document.sha256)
         progress[number].done = true
+        var unreadable: String?
         if let body = document.body {
           switch S3Listing.parse(body) {
           case .success(let listed):
@@ -75,15 +75,10 @@ extension Descriptors {
               }
             }
           case .failure(let problem):
-            page.outcome = .failed
-            page.failure = "cannot read it as an S3 listing: \(problem.message)"
+            unreadable = "cannot read it as an S3 listing: \(problem.message)"
           }
-        } else if document.outcome != .missing {
-          page.failure = document.problem ?? "cannot fetch it"
         }
-        if document.outcome == .failed, page.failure == nil {
-          page.failure = document.problem ?? "cannot fetch it; the stored copy is used"
-        }
+        let page = listingPage(document, url: fetcher.redactor.url(url), unreadable: unreadable)
         progress[number].crawl.pages.append(page)
         if !progress[number].done
           && (round >= maxBucketPages || progress[number].objects.count > limits.maxEntries)

@@ -115,9 +115,8 @@ public enum Descriptors {
           let key = DescriptorSet.key(of: folder.url, for: item.session, in: manifest)
           let document = fetcher.documents[key] ?? FetchedDocument(outcome: .missing)
           let masked = fetcher.redactor.url(folder.url)
-          var page = ListingPage(
-            url: masked, outcome: document.outcome, sha256: document.sha256)
           var listing: DirectoryIndex.Listing?
+          var unreadable: String?
           if let body = document.body {
             // Links resolve against the page's URL after redirects (a folder on another host).
             let base = document.finalURL.flatMap { $0.hasSuffix("/") ? $0 : nil } ?? folder.url
@@ -127,16 +126,10 @@ public enum Descriptors {
               listing = parsed
             } else {
               let reason = parsed.diagnostics.first { $0.severity == .error }.map { "\($0.mark): \($0.message)" }
-              page.outcome = .failed
-              page.failure = "cannot read it as a directory listing: \(reason ?? "no listing found")"
+              unreadable = "cannot read it as a directory listing: \(reason ?? "no listing found")"
             }
-          } else if document.outcome != .missing {
-            page.failure = document.problem ?? "cannot fetch it"
           }
-          // A stored copy that stands in for a page upstream did not give (`failed` with a body).
-          if document.outcome == .failed, page.failure == nil {
-            page.failure = document.problem ?? "cannot fetch it; the stored copy is used"
-          }
+          let page = listingPage(document, url: masked, unreadable: unreadable)
           crawls[number].crawl.pages.append(page)
           crawls[number].crawl.folders.append(
             DirectoryIndex.FetchedFolder(path: folder.path, url: folder.url, listing: listing))
@@ -163,6 +156,23 @@ public enum Descriptors {
     set.requestsSent = fetcher.requestsSent
     set.requestsPerSession = fetcher.requestsPerSession
     return set
+  }
+
+  /// A listing page (an index's folder, a bucket's page) as the report keeps it: `unreadable`
+  /// says why a body that came could not be read as one; a page that gave no body says why; a
+  /// stored copy standing in for a page upstream did not give (`failed` with a body) says so.
+  static func listingPage(_ document: FetchedDocument, url masked: String, unreadable: String?) -> ListingPage {
+    var page = ListingPage(url: masked, outcome: document.outcome, sha256: document.sha256)
+    if let unreadable {
+      page.outcome = .failed
+      page.failure = unreadable
+    } else if document.body == nil, document.outcome != .missing {
+      page.failure = document.problem ?? "cannot fetch it"
+    }
+    if document.outcome == .failed, page.failure == nil {
+      page.failure = document.problem ?? "cannot fetch it; the stored copy is used"
+    }
+    return page
   }
 
   /// The `checksums:` keys of a session and its entries, with the headers their files are fetched
