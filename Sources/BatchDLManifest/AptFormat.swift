@@ -82,6 +82,7 @@ public struct AptFormat: RepositoryFormat {
         bytesAdded: plan.targets.reduce(Int64(0)) { $0 + $1.size }))
     var pool = PoolMerger()
     var indexes: [RepositoryFile] = []
+    var refusedPath: [UInt8]?
     for target in plan.targets {
       guard let bytes = documents[target.fetchPath]?.bytes else {
         if !target.isOptional {
@@ -114,6 +115,7 @@ public struct AptFormat: RepositoryFormat {
         result.verdicts.append(
           RepositoryVerdict(
             path: target.path, filesAdded: files.count, bytesAdded: files.reduce(Int64(0)) { $0 + $1.size }))
+        if refusedPath == nil, index.refusedCount > 0 { refusedPath = index.refused.first?.path ?? target.path }
         for refused in index.refused {
           result.failures.append(
             RepositoryFailure(
@@ -131,10 +133,21 @@ public struct AptFormat: RepositoryFormat {
     }
     result.pool = pool.files
     result.failures += pool.failures
-    if !documentFailed {
+    var part = RepositoryPart(name: suite)
+    part.pool = pool.files.map(\.path)
+    if documentFailed {
+      part.withheld = "a document of the suite failed"
+    } else if let refused = refusedPath ?? pool.failures.first?.path {
+      // An index that names a file the mirror will not hold is not published: clients would be
+      // sent to a file that is not there.
+      part.withheld = "its indexes name \(AptPath.shown(refused)), which is refused"
+    } else {
+      part.indexes = indexes
+      part.roots = release.publish
       result.indexes = indexes
       result.roots = release.publish
     }
+    result.parts = [part]
     return .done(result)
   }
 
@@ -281,13 +294,23 @@ public struct AptRepositoryFormat: RepositoryFormat {
     var pool = PoolMerger()
     for result in results {
       for file in result.pool { pool.add(file) }
-      merged.indexes += result.indexes
-      merged.roots += result.roots
+      merged.parts += result.parts
       merged.verdicts += result.verdicts
       merged.failures += result.failures
     }
     merged.pool = pool.files
     merged.failures += pool.failures
+    // A path two suites give different bytes is refused: the suites that name it are withheld.
+    let conflicted = Set(pool.failures.map(\.path))
+    for number in merged.parts.indices where merged.parts[number].withheld == nil {
+      if let path = merged.parts[number].pool.first(where: { conflicted.contains($0) }) {
+        merged.parts[number].withheld = "its indexes name \(AptPath.shown(path)), which is refused"
+        merged.parts[number].indexes = []
+        merged.parts[number].roots = []
+      }
+    }
+    merged.indexes = merged.parts.flatMap(\.indexes)
+    merged.roots = merged.parts.flatMap(\.roots)
     return .done(merged)
   }
 }

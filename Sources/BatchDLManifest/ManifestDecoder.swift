@@ -29,7 +29,7 @@ package struct ManifestDecoder {
   package static let tlsKeys = [
     "ca_file", "ca_path", "client_cert", "client_key", "key_password", "pinned_pubkey", "min_version",
   ]
-  package static let taskKindKeys = ["data", "download", "upload", "list", "metalink", "index"]
+  package static let taskKindKeys = ["data", "download", "upload", "list", "metalink", "index", "apt"]
   package static let taskKeys =
     taskKindKeys + [
       "id", "to", "method", "headers", "body", "body_file", "from", "form", "sha256", "size", "priority", "after",

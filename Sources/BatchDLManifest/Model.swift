@@ -396,6 +396,7 @@ public enum TaskEntry: Sendable {
   case list(ListSpec)
   case metalink(MetalinkSpec)
   case index(IndexSpec)
+  case apt(AptSpec)
 
   public var mark: SourceMark {
     switch self {
@@ -403,6 +404,7 @@ public enum TaskEntry: Sendable {
     case .list(let spec): return spec.mark
     case .metalink(let spec): return spec.mark
     case .index(let spec): return spec.mark
+    case .apt(let spec): return spec.mark
     }
   }
 
@@ -411,7 +413,7 @@ public enum TaskEntry: Sendable {
     switch self {
     case .task(let spec): return spec.checksums
     case .list(let spec): return spec.checksums
-    case .metalink: return nil
+    case .metalink, .apt: return nil
     case .index(let spec): return spec.checksums
     }
   }
@@ -423,6 +425,7 @@ public enum TaskEntry: Sendable {
     case .list(let spec): return spec.maxSize
     case .metalink(let spec): return spec.maxSize
     case .index(let spec): return spec.maxSize
+    case .apt(let spec): return spec.maxSize
     }
   }
 
@@ -433,6 +436,7 @@ public enum TaskEntry: Sendable {
     case .list(let spec): return spec.preserveMtime
     case .metalink(let spec): return spec.preserveMtime
     case .index(let spec): return spec.preserveMtime
+    case .apt(let spec): return spec.preserveMtime
     }
   }
 }

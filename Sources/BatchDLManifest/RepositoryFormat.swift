@@ -121,6 +121,22 @@ public struct RepositoryVerdict: Hashable, Sendable {
   }
 }
 
+/// One part of a repository that is published whole or not at all (an APT suite): the pool files
+/// its indexes name, which its index files wait for, and the root files that wait for those.
+public struct RepositoryPart: Sendable {
+  public var name: String
+  /// The pool paths its indexes name (each in `RepositoryResult.pool`).
+  public var pool: [[UInt8]] = []
+  /// Empty when the part is withheld.
+  public var indexes: [RepositoryFile] = []
+  /// Empty when the part is withheld.
+  public var roots: [RepositoryFile] = []
+  /// Why its indexes and roots are not published (the previous copy stays); nil when they are.
+  public var withheld: String?
+
+  public init(name: String) { self.name = name }
+}
+
 /// The final answer: what to fetch and publish, in publish order, and what failed.
 ///
 /// Publish `pool` first, then `indexes`, then `roots` in their order (last); `indexes` and `roots`
@@ -130,6 +146,8 @@ public struct RepositoryResult: Sendable {
   public var indexes: [RepositoryFile] = []
   /// The signed root files (`Release`, `Release.gpg`, `InRelease`), published last, in this order.
   public var roots: [RepositoryFile] = []
+  /// The parts `indexes` and `roots` belong to, each published whole or not at all.
+  public var parts: [RepositoryPart] = []
   public var verdicts: [RepositoryVerdict] = []
   /// Every failure: of a document (its verdict has it too) or of one pool path.
   public var failures: [RepositoryFailure] = []

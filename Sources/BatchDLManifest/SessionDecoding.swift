@@ -289,6 +289,12 @@ extension ManifestDecoder {
       preserveMtime: own.preserveMtime ?? defaults.preserveMtime ?? true, checksums: checksumSpec(node),
       prune: sessionPrune(own: own.prune, defaults: defaults.prune, kind: kind, kindUnknown: kindUnknown))
     session.maxSize = own.maxSize ?? defaults.maxSize
+    for case .apt(let spec) in tasks where session.prune == nil && spec.keepRemoved.milliseconds > 0 {
+      diagnostics.error(
+        spec.keepRemovedMark ?? spec.mark,
+        "keep_removed says how long pool files upstream removed stay before prune deletes them, but session '\(name)' does not prune: add 'prune: {max_delete: \"10%\"}' to it, or remove keep_removed"
+      )
+    }
     session.access = accessSettings(own: own.access, defaults: defaults.access, at: key.mark)
     if let partial = own.partialDir ?? defaults.partialDir {
       session.partialDir = partial.path

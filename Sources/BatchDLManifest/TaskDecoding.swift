@@ -19,7 +19,7 @@ extension ManifestDecoder {
       }
       diagnostics.error(
         node.mark,
-        "a task starts with one of data:, download:, upload:, list:, metalink: or index: followed by its URL (or file)\(found)"
+        "a task starts with one of data:, download:, upload:, list:, metalink:, index: or apt: followed by its URL (or file)\(found)"
       )
       checkKeys(others, known: Self.taskKeys, in: "a task")
       return nil
@@ -39,6 +39,10 @@ extension ManifestDecoder {
     }
     if kindName == "index" {
       let entry = index(node, entries: entries, kindEntry: kindEntry)
+      return diagnostics.errorCount > errorsBefore ? nil : entry
+    }
+    if kindName == "apt" {
+      let entry = apt(node, entries: entries, kindEntry: kindEntry)
       return diagnostics.errorCount > errorsBefore ? nil : entry
     }
     checkKeys(entries, known: Self.taskKeys, in: "a \(kindName) task")

@@ -39,6 +39,8 @@ public struct DescriptorSet: Sendable {
   public var checksums: [String: ChecksumDocument] = [:]
   /// `index:` crawls, by `key(of:for:in:)` of their spec.
   public var listings: [String: IndexCrawl] = [:]
+  /// `apt:` crawls, by `key(of:for:in:)` of their spec.
+  public var repositories: [String: RepositoryCrawl] = [:]
   /// Requests sent to fetch these documents (`summary.descriptor_requests` of the run's report).
   public var requestsSent = 0
   /// Of `requestsSent`, by the index of the session each was sent for.
@@ -140,5 +142,32 @@ extension DescriptorSet {
   /// Where the crawl of `spec` is kept: by URL, depth, filter and connection identity.
   package static func key(of spec: IndexSpec, for session: Session, in manifest: Manifest) -> String {
     key(of: spec.url, for: session, in: manifest) + "\n\(spec.depth)\n" + spec.exclude.joined(separator: "\n")
+  }
+}
+
+/// What an `apt:` entry's crawl found (`RepositoryFormat`): the final result, the documents
+/// asked for, and the pool paths `keep_removed` still keeps.
+public struct RepositoryCrawl: Sendable {
+  public var result = RepositoryResult()
+  /// Each document asked for, as the report lists it.
+  public var pages: [ListingPage] = []
+  /// Why the crawl stopped before the format answered (a round limit); nil when it answered.
+  public var problem: String?
+  /// Paths (relative to the root) no index names any more that `keep_removed` keeps in the mirror,
+  /// with the time (seconds since 1970) each may go.
+  public var kept: [[UInt8]: Int64] = [:]
+
+  public init() {}
+}
+
+extension DescriptorSet {
+  /// Where the crawl of `spec` is kept: by root URL, what it selects, keyring, destination and
+  /// connection identity.
+  package static func key(of spec: AptSpec, for session: Session, in manifest: Manifest) -> String {
+    [
+      key(of: spec.url, for: session, in: manifest), spec.suites.joined(separator: ","),
+      spec.components.joined(separator: ","), spec.architectures.joined(separator: ","), "\(spec.sources)",
+      spec.keyring, session.dest, spec.to ?? "", "\(spec.keepRemoved.milliseconds)",
+    ].joined(separator: "\n")
   }
 }

@@ -203,6 +203,12 @@ public struct Plan: Sendable {
   /// its signature, an index page) → the requests of the files the document covers. It is placed
   /// only after them, and only when none of them failed in the run (`Publication`).
   public var publishedAfter: [Int32: [Int32]] = [:]
+  /// Destinations (bytes, in the form of `PlannedTask.to`) no task names that prune keeps all the
+  /// same, with the time (seconds since 1970) each may go: an `apt:` entry's pool files upstream
+  /// removed less than `keep_removed` ago.
+  public var keptFromPrune: [[UInt8]: Int64] = [:]
+  /// The documents of `apt:` entries with their verdicts and the files each adds (`plan`).
+  public var repositoryChain: [RepositoryChainLine] = []
   /// Each session's `dest` as an absolute, normalized folder (`absoluteDest(of:)`).
   public var sessionRoots: [String] = []
   /// The sizes listings (`index:`) give their files, by request: what `plan`'s totals, the progress

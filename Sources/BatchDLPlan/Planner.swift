@@ -73,6 +73,8 @@ public struct Planner {
     plan.partialFolders = manifest.sessions.indices.map { plan.partialFolder(session: $0) }
     plan.unverifiedRequests = builder.unverifiedRequests
     plan.wantedSidecars = builder.wantedSidecars
+    plan.keptFromPrune = builder.keptFromPrune
+    plan.repositoryChain = builder.repositoryChain
     return plan
   }
 }
@@ -157,6 +159,10 @@ package struct PlanBuilder {
   /// The waits `orderPublishing` added (request → the requests it waits for): they order a shard's
   /// work but do not join requests into one shard.
   package var publishWaits: [Int32: Set<Int32>] = [:]
+  /// See `Plan.keptFromPrune`.
+  package var keptFromPrune: [[UInt8]: Int64] = [:]
+  /// See `Plan.repositoryChain`.
+  package var repositoryChain: [RepositoryChainLine] = []
   /// The documents (normalized URLs) the last `checksumVerdict` consulted.
   package var lastCoverage: [String] = []
   /// Memos of `documentKey` and `checksumKey`.
@@ -206,6 +212,8 @@ extension PlanBuilder {
         case .metalink(let spec):
           expand(spec, session: session, sessionIndex: sessionIndex, entryIndex: entryIndex)
         case .index(let spec):
+          expand(spec, session: session, sessionIndex: sessionIndex, entryIndex: entryIndex)
+        case .apt(let spec):
           expand(spec, session: session, sessionIndex: sessionIndex, entryIndex: entryIndex)
         }
       }

@@ -186,6 +186,8 @@ extension PlanBuilder {
       return spec.mark
     case .index(let spec):
       return spec.mark
+    case .apt(let spec):
+      return spec.mark
     }
   }
 }

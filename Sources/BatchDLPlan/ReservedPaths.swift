@@ -92,6 +92,7 @@ package struct ReservedPaths {
         case .list(let spec): file(spec.file)
         case .metalink(let spec): if !spec.isURL { file(spec.document) }
         case .index: break
+        case .apt(let spec): file(spec.keyring)
         }
         checksumFiles(entry.checksums)
       }

@@ -111,6 +111,7 @@ extension PlanBuilder {
         let document: String
         switch entry {
         case .index(let spec): (to, document) = (spec.to, "the listing " + redactor.url(spec.url))
+        case .apt(let spec): (to, document) = (spec.to, "the repository " + redactor.url(spec.url))
         case .metalink(let spec) where spec.isURL:
           (to, document) = (spec.to, "the Metalink document " + redactor.url(spec.document))
         default: continue

@@ -85,6 +85,8 @@ public struct PrunePlan: Sendable {
   /// Records of the session's files under `dest` (named or not): what a share in `max_delete`
   /// counts against.
   public var recorded = 0
+  /// Recorded files no task names that an `apt:` entry's `keep_removed` keeps for now.
+  public var kept = 0
   /// Why the run must not prune (a task or a descriptor of the session failed), or nil.
   public var blocked: String?
 
@@ -180,6 +182,10 @@ public struct PrunePlan: Sendable {
       }
       result.recorded += 1
       if named.contains(ByteString(record.path)) { continue }
+      if plan.keptFromPrune[Array(record.path.utf8)] != nil {
+        result.kept += 1
+        continue
+      }
       let relative = String(absolute.dropFirst(prefix.count))
       switch inspect(root, relative, record) {
       case .placed: result.deletions.append(Deletion(path: record.path, relative: relative, record: record))

@@ -166,7 +166,7 @@ import Testing
     #expect(Self.names(run.result.pool) == Set(repository.pool.keys), "the read .xz variants are all there")
   }
 
-  @Test func aStanzaNamingAPathOutsideThePoolIsRefusedAlone() throws {
+  @Test func aStanzaNamingAPathOutsideThePoolIsRefusedAloneAndWithholdsItsSuite() throws {
     let good = Array("fake deb\n".utf8)
     func stanza(_ name: String, _ path: String, _ bytes: [UInt8]) -> String {
       "Package: \(name)\nVersion: 1\nArchitecture: amd64\nFilename: \(path)\nSize: \(bytes.count)\n"
@@ -194,14 +194,18 @@ import Testing
       Self.codes(run.result)
         == ["../escape": "descriptor", "dists/stable/InRelease": "descriptor", "pool/.batchdl/state": "descriptor"])
     #expect(Self.names(run.result.pool) == ["pool/main/g/good_1_amd64.deb"])
-    #expect(Self.names(run.result.indexes) == ["dists/stable/main/binary-amd64/Packages"])
-    #expect(Self.names(run.result.roots) == ["dists/stable/InRelease"])
+    // The index names files the mirror will not hold: the suite is withheld (the copy in place
+    // stays), while the good pool file is still fetched.
+    #expect(run.result.indexes.isEmpty && run.result.roots.isEmpty)
+    #expect(run.result.parts.map(\.name) == ["stable"])
+    #expect(
+      run.result.parts.first?.withheld?.contains("../escape") == true, "\(run.result.parts.first?.withheld ?? "")")
     let verdict = try #require(
       run.result.verdicts.first { $0.path == Array("dists/stable/main/binary-amd64/Packages".utf8) })
     #expect(verdict.failure == nil && verdict.filesAdded == 1 && verdict.bytesAdded == Int64(good.count))
   }
 
-  @Test func twoSuitesGivingOnePoolPathDifferentDigestsFailThatPathAlone() throws {
+  @Test func twoSuitesGivingOnePoolPathDifferentDigestsFailThatPathAndWithholdBoth() throws {
     func suite(_ name: String, _ content: String) -> [String: [UInt8]] {
       let deb = Array(content.utf8)
       let packages = Array(
@@ -219,7 +223,9 @@ import Testing
     let run = try Self.run(format) { served[String(decoding: $0, as: UTF8.self)] }
     #expect(Self.codes(run.result) == ["pool/a.deb": "descriptor"])
     #expect(Self.names(run.result.pool) == ["pool/one.deb", "pool/two.deb"])
-    #expect(run.result.roots.count == 2)
+    // Both suites name the refused path: neither is published, each says why.
+    #expect(run.result.roots.isEmpty && run.result.indexes.isEmpty)
+    #expect(run.result.parts.allSatisfy { $0.withheld?.contains("pool/a.deb") == true })
   }
 
   @Test func anIndexPastTheDecompressionBoundFailsDescriptor() throws {

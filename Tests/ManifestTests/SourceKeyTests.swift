@@ -393,7 +393,7 @@ import Testing
       """,
       [
         Expected(
-          "5:9", "a task starts with one of data:, download:, upload:, list:, metalink: or index:",
+          "5:9", "a task starts with one of data:, download:, upload:, list:, metalink:, index: or apt:",
           "did you mean 'metalink'?")
       ])
   }

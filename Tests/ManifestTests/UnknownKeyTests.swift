@@ -167,7 +167,8 @@ import Testing
       """,
       [
         Expected(
-          "5:9", "a task starts with one of data:, download:, upload:, list:, metalink: or index:", "not 'dowload:'",
+          "5:9", "a task starts with one of data:, download:, upload:, list:, metalink:, index: or apt:",
+          "not 'dowload:'",
           "did you mean 'download'?"),
         Expected("7:9", "unknown key 'colour' in a task"),
       ])
@@ -186,7 +187,8 @@ import Testing
       found,
       [
         Expected(
-          "5:9", "a task starts with one of data:, download:, upload:, list:, metalink: or index:", "not 'fetch:'")
+          "5:9", "a task starts with one of data:, download:, upload:, list:, metalink:, index: or apt:", "not 'fetch:'"
+        )
       ])
     #expect(!render(found).contains("did you mean"))
   }
@@ -204,7 +206,7 @@ import Testing
     expectMatch(
       found,
       [
-        Expected("5:9", "a task starts with one of data:, download:, upload:, list:, metalink: or index:"),
+        Expected("5:9", "a task starts with one of data:, download:, upload:, list:, metalink:, index: or apt:"),
         Expected("6:9", "unknown key 'fetch' in a task"),
       ])
     #expect(!render(found).contains("did you mean"))

@@ -72,6 +72,7 @@ public struct PlanListing {
     }
     out.write(header + "\n")
     for line in accessLines() { out.write(line + "\n") }
+    for line in repositoryLines() { out.write(line + "\n") }
     // Lines go into one buffer written every 64 KB: a String per line and per note cost more
     // than the rest of the listing at 100,000 requests.
     var text = ""
@@ -112,7 +113,9 @@ public struct PlanListing {
       if let count = shardCount { text += ", shard \(plan.shard(of: request, count: count))/\(count)" }
       if !request.dependencies.isEmpty {
         let after = request.dependencies.map { position[Int($0)] }.sorted().map { "#\($0)" }
-        text += ", after " + after.joined(separator: ", ")
+        // A repository's index waits for thousands of pool files: the first few are named.
+        text += ", after " + after.prefix(8).joined(separator: ", ")
+        if after.count > 8 { text += " and \(after.count - 8) more" }
       }
       text += ")\n"
       for mirror in request.mirrors {
@@ -165,7 +168,8 @@ public struct PlanListing {
       text +=
         "the run would delete nothing and fail with prune-limit: it \(decision.limitReason); \(decision.limitAdvice)\n"
     } else if count == 0 {
-      text += "nothing to delete (\(decision.recorded) file\(decision.recorded == 1 ? "" : "s") recorded)\n"
+      text += "nothing to delete (\(decision.recorded) file\(decision.recorded == 1 ? "" : "s") recorded"
+      text += decision.kept > 0 ? ", \(decision.kept) kept by keep_removed)\n" : ")\n"
     } else {
       text +=
         "the run would delete \(files) no task names any more, of \(decision.recorded) recorded, unless a task of the session fails\n"
@@ -315,6 +319,34 @@ extension PlanListing {
       let proxies = session.access.proxy.shown
       if !proxies.isEmpty { parts.append("proxy " + proxies.joined(separator: "; ")) }
       lines.append("session \(session.name): " + redactor.text(parts.joined(separator: ", ")))
+    }
+    return lines
+  }
+}
+
+extension PlanListing {
+  /// The chain of each `apt:` entry: every document read, its verdict, and the files it adds.
+  func repositoryLines() -> [String] {
+    var lines: [String] = []
+    var entry: (Int32, Int32)?
+    for line in plan.repositoryChain {
+      if entry.map({ $0 != (line.session, line.entry) }) ?? true {
+        entry = (line.session, line.entry)
+        let session = plan.manifest.sessions[Int(line.session)]
+        if case .apt(let spec) = session.tasks[Int(line.entry)] {
+          lines.append("repository \(redactor.url(spec.url)) (session \(session.name)):")
+        }
+      }
+      var text = "    \(line.path): "
+      if let failure = line.failure {
+        text += "fails, \(failure)"
+      } else if line.filesAdded > 0 {
+        let files = "\(line.filesAdded) file\(line.filesAdded == 1 ? "" : "s")"
+        text += "verified, names \(files) of \(line.bytesAdded) bytes"
+      } else {
+        text += "verified"
+      }
+      lines.append(text)
     }
     return lines
   }

@@ -40,8 +40,11 @@ struct DocumentFetcher {
   /// Asks for `url` in the next batch (once: a document already read or asked for is not asked
   /// for again). `headers` are the entry's, merged over the session's; their secrets stay with
   /// `origin` (default: the URL's own).
+  /// `pinned`: the SHA-256 a signed parent gives the document (an APT index by hash): a stored
+  /// copy with that digest is used without a request.
   mutating func want(
-    _ url: String, session: Session, sessionIndex: Int, headers: [Header], limit: Int, origin: String? = nil
+    _ url: String, session: Session, sessionIndex: Int, headers: [Header], limit: Int, origin: String? = nil,
+    pinned: String? = nil
   ) {
     let key = DescriptorSet.key(of: url, for: session, in: manifest)
     let mode = (fetching.map { $0.contains(session.name) } ?? true) ? self.mode : .stored
@@ -57,6 +60,10 @@ struct DocumentFetcher {
       storedOnly.insert(key)
       documents[key] = stored?.document(.storedCopy) ?? FetchedDocument(outcome: .missing)
     case .fetch:
+      if let pinned, let stored, stored.meta.sha256 == pinned {
+        documents[key] = stored.document(.notModified)
+        return
+      }
       wantedKeys.insert(key)
       let merged = session.headers.merged(with: headers)
       wanted.append((key, stored, masked, files))

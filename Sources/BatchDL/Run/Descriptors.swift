@@ -34,7 +34,7 @@ public enum Descriptors {
         || session.tasks.contains { entry in
           switch entry {
           case .metalink(let spec): return spec.isURL
-          case .index: return true
+          case .index, .apt: return true
           case .task, .list: return entry.checksums != nil
           }
         }
@@ -97,6 +97,18 @@ public enum Descriptors {
       }
     }
     for (key, crawl) in crawlBuckets(buckets, fetcher: &fetcher, manifest: manifest) { set.listings[key] = crawl }
+    var repositories: [RepositoryItem] = []
+    for (index, session) in manifest.sessions.enumerated() {
+      for case .apt(let spec) in session.tasks {
+        let key = DescriptorSet.key(of: spec, for: session, in: manifest)
+        guard crawlKeys.insert(key).inserted else { continue }
+        repositories.append(RepositoryItem(key: key, spec: spec, session: session, sessionIndex: index))
+      }
+    }
+    let now = Int64(Date().timeIntervalSince1970)
+    for (key, crawl) in crawlRepositories(repositories, fetcher: &fetcher, manifest: manifest, now: now) {
+      set.repositories[key] = crawl
+    }
     var pending: [[DirectoryIndex.PendingFolder]] = crawls.map { item in
       DirectoryIndex.nextFolders(indexURL: item.spec.url, fetched: [], depth: item.spec.depth, filter: .init()).next
     }
@@ -195,7 +207,7 @@ public enum Descriptors {
         let secret = redactor.originOnly(spec.headers)
         found.append((specs, spec.headers.filter { !secret.contains($0.name.lowercased()) }, nil))
       case .index(let spec): found.append((specs, spec.headers, spec.headers.isEmpty ? nil : spec.url))
-      case .metalink: break
+      case .metalink, .apt: break
       }
     }
     return found

@@ -143,6 +143,7 @@ final class JobBuilder: TransferJobSource {
     case .list(let list): entryHeaders = list.headers
     case .metalink(let metalink): entryHeaders = metalink.headers
     case .index(let index): entryHeaders = index.headers
+    case .apt(let apt): entryHeaders = apt.headers
     }
     if !entryHeaders.isEmpty {
       setHeaders(plan.session(of: request).headers.merged(with: entryHeaders), of: &spec)
@@ -173,6 +174,8 @@ final class JobBuilder: TransferJobSource {
         spec.headerOrigin = Origin(url: metalink.document) ?? .nowhere
       } else if case .index(let index) = plan.entry(of: tasks.firstTask) {
         spec.headerOrigin = Origin(url: index.url) ?? .nowhere
+      } else if case .apt(let apt) = plan.entry(of: tasks.firstTask) {
+        spec.headerOrigin = Origin(url: apt.url) ?? .nowhere
       } else {
         spec.headerOrigin = Origin(url: spec.url)
       }

@@ -117,6 +117,7 @@ extension Descriptors {
     case .task(let spec): return spec.headers
     case .list(let spec): return spec.headers
     case .index(let spec): return spec.headers
+    case .apt(let spec): return spec.headers
     case .metalink: return []
     }
   }

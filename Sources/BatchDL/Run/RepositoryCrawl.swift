@@ -1,0 +1,239 @@
+import BatchDLManifest
+import BatchDLPlan
+import BatchDLStore
+import BatchDLSupport
+import Foundation
+
+/// The documents of `apt:` entries: each repository's format (`AptRepositoryFormat`) is stepped
+/// until it answers, the documents it asks for fetched by the same engine jobs as every document
+/// (bounded, conditional, stored), every repository's in one round. The signed roots are checked
+/// with gpgv between rounds, before anything they list is used; an index the Release pins is not
+/// asked for again when the state folder holds a copy with its digest.
+extension Descriptors {
+  /// The most rounds of one crawl (roots, then indexes: two; more is a format's loop).
+  static let maxRepositoryRounds = 8
+
+  struct RepositoryItem {
+    var key: String
+    var spec: AptSpec
+    var session: Session
+    var sessionIndex: Int
+  }
+
+  static func crawlRepositories(
+    _ items: [RepositoryItem], fetcher: inout DocumentFetcher, manifest: Manifest, now: Int64
+  ) -> [String: RepositoryCrawl] {
+    struct Progress {
+      var format: AptRepositoryFormat
+      var documents: RepositoryDocuments
+      var crawl = RepositoryCrawl()
+      /// gpgv's words for each root it did not verify.
+      var signatureProblems: [[UInt8]: String] = [:]
+      /// Documents upstream did not give (other than a 404), and why.
+      var fetchProblems: [[UInt8]: String] = [:]
+      var done = false
+    }
+    var progress = items.map { item in
+      Progress(format: item.spec.format, documents: RepositoryDocuments(now: now))
+    }
+    for _ in 0..<maxRepositoryRounds where progress.contains(where: { !$0.done }) {
+      var asked: [[RepositoryRequest]] = Array(repeating: [], count: items.count)
+      for (number, item) in items.enumerated() where !progress[number].done {
+        switch progress[number].format.step(progress[number].documents) {
+        case .done(let result):
+          progress[number].crawl.result = result
+          progress[number].done = true
+        case .fetch(let requests):
+          asked[number] = requests
+          for request in requests {
+            let limit = request.size.map { Int(clamping: $0) } ?? AptRelease.maxBytes
+            fetcher.want(
+              item.spec.url(of: request.fetchPath), session: item.session, sessionIndex: item.sessionIndex,
+              headers: item.spec.headers, limit: max(limit, 1), origin: item.spec.url, pinned: request.sha256)
+          }
+        }
+      }
+      fetcher.fetchWanted()
+      for (number, item) in items.enumerated() where !asked[number].isEmpty {
+        for request in asked[number] {
+          let url = item.spec.url(of: request.fetchPath)
+          let key = DescriptorSet.key(of: url, for: item.session, in: manifest)
+          let fetched = fetcher.documents[key] ?? FetchedDocument(outcome: .missing)
+          var page = listingPage(fetched, url: fetcher.redactor.url(url), unreadable: nil)
+          var bytes = fetched.body
+          if fetched.notFound {
+            bytes = nil
+            page.outcome = request.isOptional ? .fetched : .failed
+            page.failure = "the server does not have it (404)"
+          } else if fetched.outcome == .failed || fetched.outcome == .missing {
+            // A stored copy never stands in for a repository's document: what was checked
+            // before may since have been replaced upstream.
+            bytes = nil
+            progress[number].fetchProblems[request.fetchPath] = fetched.problem ?? "cannot fetch it"
+          }
+          progress[number].crawl.pages.append(page)
+          progress[number].documents.documents[request.fetchPath] = RepositoryDocument(bytes: bytes)
+        }
+        var documents = progress[number].documents
+        var problems = progress[number].signatureProblems
+        verifyRoots(item, &documents, &problems, manifest: manifest)
+        progress[number].documents = documents
+        progress[number].signatureProblems = problems
+      }
+    }
+    var crawls: [String: RepositoryCrawl] = [:]
+    for (number, item) in items.enumerated() {
+      var crawl = progress[number].crawl
+      if !progress[number].done {
+        crawl.problem = "the repository's documents ask for more documents past \(maxRepositoryRounds) rounds"
+      }
+      explain(&crawl.result, signatureProblems: progress[number].signatureProblems)
+      for (path, problem) in progress[number].fetchProblems.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+        crawl.result.failures.append(
+          RepositoryFailure(
+            path: path, code: "descriptor", message: fetcher.redactor.text("cannot fetch it: \(problem)")))
+      }
+      crawl.kept = keptPaths(item, crawl: crawl, state: fetcher.state, mode: fetcher.mode, now: now)
+      crawls[item.key] = crawl
+    }
+    return crawls
+  }
+
+  /// Runs gpgv on the roots of each suite fetched this round (`InRelease`; `Release` with its
+  /// `Release.gpg`) and marks those it verifies; sets the stored copy's `Date` of each root.
+  static func verifyRoots(
+    _ item: RepositoryItem, _ documents: inout RepositoryDocuments, _ problems: inout [[UInt8]: String],
+    manifest: Manifest
+  ) {
+    let keyring = FileAccess.resolve(item.spec.keyring, against: manifest.directory)
+    let check = SignatureCheck()
+    for suite in item.spec.format.suites {
+      let published = publishedDate(of: suite, item: item, manifest: manifest)
+      if var document = documents[suite.inReleasePath], !document.signatureVerified, let bytes = document.bytes {
+        switch check.verifyClearSigned(.bytes(bytes), keyring: keyring) {
+        case .success(let signed):
+          // What the format reads must be exactly what gpgv says is signed.
+          if case .success(let text) = AptClearSigned.signedText(of: bytes), text.bytes == signed.bytes {
+            document.signatureVerified = true
+          } else {
+            problems[suite.inReleasePath] = "its signed text is not the text gpgv verified"
+          }
+        case .failure(let failure): problems[suite.inReleasePath] = failure.message
+        }
+        document.storedDate = published
+        documents.documents[suite.inReleasePath] = document
+      }
+      if var document = documents[suite.releasePath], !document.signatureVerified, let bytes = document.bytes,
+        let signature = documents[suite.signaturePath]?.bytes
+      {
+        switch check.verifyDetached(data: .bytes(bytes), signature: .bytes(signature), keyring: keyring) {
+        case .success(let signed) where signed.bytes == bytes: document.signatureVerified = true
+        case .success: problems[suite.releasePath] = "gpgv verified other bytes than the Release read"
+        case .failure(let failure): problems[suite.releasePath] = failure.message
+        }
+        document.storedDate = published
+        documents.documents[suite.releasePath] = document
+      }
+    }
+  }
+
+  /// The `Date` of the suite's root the mirror publishes now (`InRelease`, else `Release`), which
+  /// batchdl placed only once gpgv had verified it; nil when there is none.
+  static func publishedDate(of suite: AptFormat, item: RepositoryItem, manifest: Manifest) -> Int64? {
+    let root = FileAccess.resolve(item.session.dest.isEmpty ? "." : item.session.dest, against: manifest.directory)
+    let folder = FileAccess.normalize(root + "/" + (item.spec.to ?? ""))
+    for path in [suite.inReleasePath, suite.releasePath] {
+      let file = folder + "/" + String(decoding: path, as: UTF8.self)
+      guard let bytes = try? ChecksumFile.readBytes(path: file),
+        case .success(let release) = AptRelease.parse(document: bytes), let date = release.date
+      else { continue }
+      return date
+    }
+    return nil
+  }
+
+  /// Adds gpgv's own words to the format's `signature` failures of roots gpgv did not verify.
+  static func explain(_ result: inout RepositoryResult, signatureProblems: [[UInt8]: String]) {
+    guard !signatureProblems.isEmpty else { return }
+    for number in result.failures.indices where result.failures[number].code == "signature" {
+      if let problem = signatureProblems[result.failures[number].path] {
+        result.failures[number].message += " (gpgv: \(problem))"
+      }
+    }
+    for number in result.verdicts.indices {
+      if let failure = result.verdicts[number].failure, failure.code == "signature",
+        let problem = signatureProblems[failure.path]
+      {
+        result.verdicts[number].failure?.message += " (gpgv: \(problem))"
+      }
+    }
+  }
+
+  // MARK: - keep_removed
+
+  /// The paths `keep_removed` keeps: pool files (and by-hash copies of indexes) an earlier crawl
+  /// named that this one does not, until `keep_removed` has passed since it stopped naming them.
+  /// The record (`StateFolder.descriptors`, `apt-HASH.named`) is written by a crawl that fetched
+  /// and completed without a failure; any other keeps what the record keeps (and the session
+  /// does not prune: a document or task of it failed).
+  static func keptPaths(
+    _ item: RepositoryItem, crawl: RepositoryCrawl, state: StateFolder, mode: DescriptorMode, now: Int64
+  ) -> [[UInt8]: Int64] {
+    let file = state.descriptors + "/apt-" + FileDigest.hex(of: Array(item.key.utf8), algorithm: .sha256) + ".named"
+    let record = NamedPaths.read(file)
+    var named = Set(crawl.result.pool.map(\.path))
+    for index in crawl.result.indexes { named.formUnion(index.alsoAt) }
+    let complete = crawl.problem == nil && crawl.result.failures.isEmpty && !crawl.result.parts.isEmpty
+    guard complete, mode == .fetch else {
+      return record.kept.merging(
+        record.named.filter { !named.contains($0) }.map { ($0, now + item.spec.keepRemoved.milliseconds / 1000) }
+      ) { max($0, $1) }
+    }
+    var next = NamedPaths()
+    next.named = named
+    let until = now + item.spec.keepRemoved.milliseconds / 1000
+    for path in record.named where !named.contains(path) && item.spec.keepRemoved.milliseconds > 0 {
+      next.kept[path] = until
+    }
+    for (path, time) in record.kept where time > now && !named.contains(path) {
+      next.kept[path] = min(time, next.kept[path] ?? time)
+    }
+    if next != record { next.write(file) }
+    return next.kept
+  }
+}
+
+/// The record `keep_removed` works from: the paths a repository's last complete crawl named, and
+/// those it keeps, with when each may go. One line each: `N<TAB>PATH` or `K<TAB>TIME<TAB>PATH`.
+struct NamedPaths: Equatable {
+  var named = Set<[UInt8]>()
+  var kept: [[UInt8]: Int64] = [:]
+
+  static func read(_ file: String) -> NamedPaths {
+    var record = NamedPaths()
+    guard let bytes = FileManager.default.contents(atPath: file).map({ Array($0) }) else { return record }
+    for line in bytes.split(separator: 0x0A) {
+      let fields = line.split(separator: 0x09, maxSplits: 2, omittingEmptySubsequences: false)
+      if fields.count == 2, fields[0].elementsEqual([0x4E]) {
+        record.named.insert(Array(fields[1]))
+      } else if fields.count == 3, fields[0].elementsEqual([0x4B]),
+        let time = Int64(String(decoding: fields[1], as: UTF8.self))
+      {
+        record.kept[Array(fields[2])] = time
+      }
+    }
+    return record
+  }
+
+  func write(_ file: String) {
+    var bytes: [UInt8] = []
+    for path in named.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+      bytes += [0x4E, 0x09] + path + [0x0A]
+    }
+    for (path, time) in kept.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+      bytes += [0x4B, 0x09] + Array(String(time).utf8) + [0x09] + path + [0x0A]
+    }
+    try? AtomicFile.makeParent(of: file)
+    _ = try? AtomicFile.write(bytes, to: file)
+  }
+}
