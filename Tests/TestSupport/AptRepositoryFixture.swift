@@ -9,6 +9,10 @@ import Foundation
 ///
 /// The files are written by the fixture itself (gzip and xz compress; no apt-ftparchive). One
 /// package, `common`, is the same file in every suite (one pool path, one digest).
+///
+/// `update(...)` publishes a new version of the repository in place, as an archive's update does;
+/// `replaceIndex`, `tamper`, `byHashPath` and `remove` make the hostile ones
+/// (AptRepositoryFixtureUpdate.swift).
 public final class AptRepositoryFixture {
   /// A pool file the indexes name: its size and SHA-256 digest.
   public struct PoolFile: Hashable, Sendable {
@@ -21,18 +25,43 @@ public final class AptRepositoryFixture {
     }
   }
 
+  /// One package of a suite's component: a binary per architecture and, unless `common`, a source.
+  struct Package {
+    var name: String
+    var version: String
+    var hasSource: Bool
+  }
+
   public let folder = TemporaryDirectory()
   public let keys: OpenPGPKeys
   public let suites: [String]
   public let components: [String]
   public let architectures: [String]
-  /// Every pool file of every suite, by path relative to the root (`pool/main/p/pkg0/…`).
-  public private(set) var pool: [String: PoolFile] = [:]
-  /// The pool files of each suite (binary and source).
-  public private(set) var poolBySuite: [String: Set<String>] = [:]
-  /// The `Date` of every Release: `Sat, 28 Nov 2026 10:00:00 UTC` unless given.
-  public let date: String
-  public let validUntil: String
+  /// Every pool file the indexes of every suite name now, by path relative to the root
+  /// (`pool/main/p/pkg0/…`). A file an update dropped from the indexes is no longer in it (it
+  /// may still be on disk).
+  public internal(set) var pool: [String: PoolFile] = [:]
+  /// The pool files the indexes of each suite name now (binary and source).
+  public internal(set) var poolBySuite: [String: Set<String>] = [:]
+  /// The `Date` of the Release written last: `Sat, 28 Nov 2026 10:00:00 UTC` unless given.
+  public internal(set) var date: String
+  /// The `Valid-Until` of the Release written last.
+  public internal(set) var validUntil: String
+
+  /// The packages of each suite and component, in the order of their indexes.
+  var packages: [String: [String: [Package]]] = [:]
+  var releaseDates: [String: String] = [:]
+  var validUntils: [String: String] = [:]
+  /// Index texts given by `replaceIndex`, by suite and index path (`main/binary-amd64/Packages`).
+  var replacedIndexes: [String: [String: String]] = [:]
+  /// The SHA-256 of every file each suite's current Release lists, by path below `dists/SUITE/`.
+  var listedDigests: [String: [String: String]] = [:]
+  /// How many updates were published (the `+uN` of the versions they give).
+  var updates = 0
+  /// Every pool file any index named since the repository was made.
+  var everInPool: Set<String> = []
+  /// The modification time given to the files the last publish wrote.
+  var lastStamp = Date.distantPast
 
   /// The repository's root: `dists/` and `pool/` are in it.
   public var root: String { folder.path + "/repo" }
@@ -51,7 +80,18 @@ public final class AptRepositoryFixture {
     self.architectures = architectures
     self.date = date
     self.validUntil = validUntil
-    for suite in suites { try makeSuite(suite, packages: packages) }
+    for suite in suites {
+      var byComponent: [String: [Package]] = [:]
+      for component in components {
+        byComponent[component] =
+          (0..<packages).map { Package(name: "pkg\($0)", version: "1.\($0)-\(suite.count)", hasSource: true) }
+          + [Package(name: "common", version: "1.0", hasSource: false)]
+      }
+      self.packages[suite] = byComponent
+      releaseDates[suite] = date
+      validUntils[suite] = validUntil
+      try publish(suite)
+    }
   }
 
   /// The path of `relative` below the root.
@@ -73,27 +113,52 @@ public final class AptRepositoryFixture {
 
   // MARK: - Making
 
-  private func makeSuite(_ suite: String, packages: Int) throws {
+  /// The pool files of `package` in `component`: its `.deb` for each architecture, its `.dsc`
+  /// and `.tar.gz` when it has a source.
+  func poolFiles(_ package: Package, component: String) -> [(path: String, bytes: [UInt8])] {
+    let (name, version) = (package.name, package.version)
+    let folder = "pool/\(component)/\(name.prefix(1))/\(name)"
+    var files = architectures.map { architecture in
+      (
+        "\(folder)/\(name)_\(version)_\(architecture).deb",
+        Array("fake deb \(name) \(version) \(architecture) \(component)\n".utf8)
+      )
+    }
+    if package.hasSource {
+      files.append(("\(folder)/\(name)_\(version).dsc", Array("Source: \(name)\nVersion: \(version)\n".utf8)))
+      files.append(
+        ("\(folder)/\(name)_\(version).tar.gz", Array("tarball of \(name) \(version) in \(component)\n".utf8)))
+    }
+    return files
+  }
+
+  /// Writes the pool files of `suite` that are not on disk yet, then its indexes (each compression
+  /// and by hash), then its Release, InRelease and Release.gpg signed by `signer`; counts the pool.
+  func publish(_ suite: String, signedBy signer: String = OpenPGPKeys.test) throws {
     var listed: [(path: String, bytes: [UInt8])] = []
     var names: Set<String> = []
+    var replaced = replacedIndexes[suite] ?? [:]
+    func index(_ relative: String, _ text: String) throws {
+      listed += try variants(relative, replaced.removeValue(forKey: relative) ?? text)
+    }
     for component in components {
+      let packages = self.packages[suite]?[component] ?? []
       var sources = ""
-      for index in 0..<packages {
-        let name = "pkg\(index)"
-        let version = "1.\(index)-\(suite.count)"
-        let folder = "pool/\(component)/p/\(name)"
-        var sums: [String] = []
-        for (file, bytes) in [
-          ("\(name)_\(version).dsc", Array("Source: \(name)\nVersion: \(version)\n".utf8)),
-          ("\(name)_\(version).tar.gz", Array("tarball of \(name) \(version) in \(component)\n".utf8)),
-        ] {
-          addPool("\(folder)/\(file)", bytes, suite: suite, names: &names)
-          sums.append(" \(Self.sha256(bytes)) \(bytes.count) \(file)")
+      for package in packages {
+        for (file, bytes) in poolFiles(package, component: component) {
+          names.insert(file)
+          pool[file] = PoolFile(size: Int64(bytes.count), sha256: Self.sha256(bytes))
+          if !FileManager.default.fileExists(atPath: path(file)) { write(file, bytes) }
+        }
+        guard package.hasSource else { continue }
+        let folder = "pool/\(component)/\(package.name.prefix(1))/\(package.name)"
+        let sums = poolFiles(package, component: component).dropFirst(architectures.count).map {
+          " \(Self.sha256($0.bytes)) \($0.bytes.count) \(($0.path as NSString).lastPathComponent)"
         }
         sources += """
-          Package: \(name)
-          Binary: \(name)
-          Version: \(version)
+          Package: \(package.name)
+          Binary: \(package.name)
+          Version: \(package.version)
           Directory: \(folder)
           Checksums-Sha256:
           \(sums.joined(separator: "\n"))
@@ -101,23 +166,17 @@ public final class AptRepositoryFixture {
 
           """
       }
-      listed += try variants("\(component)/source/Sources", sources)
-      listed += try variants("\(component)/i18n/Translation-en", "Package: pkg0\nDescription-en: a package\n")
+      try index("\(component)/source/Sources", sources)
+      try index("\(component)/i18n/Translation-en", "Package: pkg0\nDescription-en: a package\n")
       for architecture in architectures {
         var text = ""
-        let commonFile = "pool/\(component)/c/common/common_1.0_\(architecture).deb"
-        for index in 0...packages {
-          let common = index == packages
-          let name = common ? "common" : "pkg\(index)"
-          let version = common ? "1.0" : "1.\(index)-\(suite.count)"
-          let file = common ? commonFile : "pool/\(component)/p/\(name)/\(name)_\(version)_\(architecture).deb"
-          let bytes = Array("fake deb \(name) \(version) \(architecture) \(component)\n".utf8)
-          addPool(file, bytes, suite: suite, names: &names)
+        for package in packages {
+          let (file, bytes) = poolFiles(package, component: component)[architectures.firstIndex(of: architecture) ?? 0]
           text += """
-            Package: \(name)
-            Version: \(version)
+            Package: \(package.name)
+            Version: \(package.version)
             Architecture: \(architecture)
-            Description: test package \(name)
+            Description: test package \(package.name)
              in \(component)
             Filename: \(file)
             Size: \(bytes.count)
@@ -126,20 +185,18 @@ public final class AptRepositoryFixture {
 
             """
         }
-        listed += try variants("\(component)/binary-\(architecture)/Packages", text)
+        try index("\(component)/binary-\(architecture)/Packages", text)
       }
     }
+    // Indexes replaced where the suite has none (another architecture, a made-up name).
+    for (relative, text) in replaced.sorted(by: { $0.key < $1.key }) { listed += try variants(relative, text) }
     poolBySuite[suite] = names
-    try writeRelease(suite, listed)
+    everInPool.formUnion(names)
+    pool = pool.filter { entry in poolBySuite.values.contains { $0.contains(entry.key) } }
+    try writeRelease(suite, listed, signedBy: signer)
   }
 
-  private func addPool(_ relative: String, _ bytes: [UInt8], suite: String, names: inout Set<String>) {
-    write(relative, bytes)
-    pool[relative] = PoolFile(size: Int64(bytes.count), sha256: Self.sha256(bytes))
-    names.insert(relative)
-  }
-
-  /// Writes `text` at `dists/SUITE/relative` (plain, `.gz`, `.xz`) and by-hash copies of each.
+  /// `text` at `relative` plain, `.gz` and `.xz`.
   private func variants(_ relative: String, _ text: String) throws -> [(path: String, bytes: [UInt8])] {
     let plain = Array(text.utf8)
     return [
@@ -162,20 +219,39 @@ public final class AptRepositoryFixture {
     return Array(data)
   }
 
-  private func writeRelease(_ suite: String, _ listed: [(path: String, bytes: [UInt8])]) throws {
+  /// Writes each of `listed` at `dists/SUITE/path` and by hash (older by-hash copies stay), then
+  /// the Release over them, its InRelease and its Release.gpg.
+  private func writeRelease(
+    _ suite: String, _ listed: [(path: String, bytes: [UInt8])], signedBy signer: String
+  ) throws {
     let dists = "dists/\(suite)"
     var md5 = ""
     var sha256 = ""
+    var digests: [String: String] = [:]
+    // A file's modification time goes forward with each publish (one second at least), so that
+    // nginx's Last-Modified and ETag change even when updates come within a second; a file
+    // whose bytes did not change is not written.
+    let stamp = max(Date(), lastStamp.addingTimeInterval(1))
+    lastStamp = stamp
+    func place(_ relative: String, _ bytes: [UInt8]) {
+      guard read(relative) != bytes else { return }
+      write(relative, bytes)
+      try? FileManager.default.setAttributes([.modificationDate: stamp], ofItemAtPath: path(relative))
+    }
     for (relative, bytes) in listed {
       let digest = Self.sha256(bytes)
-      write("\(dists)/\(relative)", bytes)
+      digests[relative] = digest
+      place("\(dists)/\(relative)", bytes)
       let folder = (relative as NSString).deletingLastPathComponent
-      write("\(dists)/\(folder)/by-hash/SHA256/\(digest)", bytes)
+      place("\(dists)/\(folder)/by-hash/SHA256/\(digest)", bytes)
       let size = String(bytes.count)
       let padded = String(repeating: " ", count: max(0, 9 - size.count)) + size
       md5 += " \(FileDigest.hex(of: bytes, algorithm: .md5)) \(padded) \(relative)\n"
       sha256 += " \(digest) \(padded) \(relative)\n"
     }
+    listedDigests[suite] = digests
+    date = releaseDates[suite] ?? date
+    validUntil = validUntils[suite] ?? validUntil
     let release = """
       Origin: batchdl-test
       Label: batchdl-test
@@ -191,12 +267,13 @@ public final class AptRepositoryFixture {
       \(md5)SHA256:
       \(sha256)
       """
-    write("\(dists)/Release", Array(release.utf8))
-    let inRelease = try keys.clearSign("\(suite)-Release", release)
-    write("\(dists)/InRelease", Array(inRelease.utf8))
+    place("\(dists)/Release", Array(release.utf8))
+    let inRelease = try keys.clearSign("\(suite)-Release", release, as: signer)
+    place("\(dists)/InRelease", Array(inRelease.utf8))
     let data = keys.folder.write("\(suite)-Release-detached", release)
-    try keys.run([
-      "--local-user", OpenPGPKeys.test, "--armor", "--output", path("\(dists)/Release.gpg"), "--detach-sign", data,
-    ])
+    let signature = data + ".sig"
+    try? FileManager.default.removeItem(atPath: signature)
+    try keys.run(["--local-user", signer, "--armor", "--output", signature, "--detach-sign", data])
+    place("\(dists)/Release.gpg", Array(FileManager.default.contents(atPath: signature) ?? Data()))
   }
 }

@@ -110,21 +110,25 @@ public final class NginxServer: @unchecked Sendable {
   public let port: Int
   private var process: Process?
 
-  /// The folder served at `/`.
-  public var root: String { folder.path + "/www" }
+  /// The folder served at `/`: the `root` given to `init`, else `www` in the server's folder.
+  public let root: String
 
   /// `http2`: offer h2 by ALPN; `serverDirectives`: more lines in the `server` block (e.g.
   /// `keepalive_requests 5;`, a `location` proxying to the test server); `clientCertificates`:
   /// require a client certificate issued by the test CA; `autoindex`: locations that list their
-  /// folders (NginxAutoindex.swift).
+  /// folders (NginxAutoindex.swift); `root`: an existing folder to serve (a mirror's `dest`, a
+  /// fixture's repository) instead of a new `www`.
   public init(
-    http2: Bool = true, serverDirectives: String = "", clientCertificates: Bool = false, autoindex: [Autoindex] = []
+    http2: Bool = true, serverDirectives: String = "", clientCertificates: Bool = false, autoindex: [Autoindex] = [],
+    root: String? = nil
   ) throws {
     guard let nginx = ExternalTool.find("nginx") else {
       throw Problem("nginx is not installed: scripts/setup installs nginx-light")
     }
     _ = Self.orphansReaped
     let base = folder.path
+    let root = root ?? base + "/www"
+    self.root = root
     try "\(getpid())\n".write(toFile: base + "/owner.pid", atomically: true, encoding: .utf8)
     try FileManager.default.createDirectory(atPath: base + "/www", withIntermediateDirectories: true)
     try FileManager.default.createDirectory(atPath: base + "/certs", withIntermediateDirectories: true)
@@ -134,8 +138,8 @@ public final class NginxServer: @unchecked Sendable {
     for _ in 0..<5 {
       let port = try Self.freePort()
       let config = Self.configuration(
-        base: base, port: port, http2: http2,
-        serverDirectives: serverDirectives + autoindex.map { $0.location(root: base + "/www") }.joined(),
+        base: base, root: root, port: port, http2: http2,
+        serverDirectives: serverDirectives + autoindex.map { $0.location(root: root) }.joined(),
         clientCA: clientCertificates ? certificates.caCertificate : nil, certificates: certificates)
       try config.write(toFile: base + "/nginx.conf", atomically: true, encoding: .utf8)
       let process = Process()
@@ -219,7 +223,7 @@ public final class NginxServer: @unchecked Sendable {
   }
 
   private static func configuration(
-    base: String, port: Int, http2: Bool, serverDirectives: String, clientCA: String?,
+    base: String, root: String, port: Int, http2: Bool, serverDirectives: String, clientCA: String?,
     certificates: TestCertificates
   ) -> String {
     // As root, nginx would run its workers as nobody, who cannot read the test's 0700 folder.
@@ -246,7 +250,7 @@ public final class NginxServer: @unchecked Sendable {
           ssl_certificate \(certificates.serverCertificate);
           ssl_certificate_key \(certificates.serverKey);
           ssl_session_cache shared:tests:1m;
-      \(client)    root \(base)/www;
+      \(client)    root "\(root)";
       \(serverDirectives)
         }
       }

@@ -76,6 +76,7 @@ public final class OpenPGPKeys {
   /// Writes `text` to `name` and clear-signs it as `user`; returns the clear-signed file's text.
   public func clearSign(_ name: String, _ text: String, as user: String = OpenPGPKeys.test) throws -> String {
     let data = folder.write(name, text)
+    try? FileManager.default.removeItem(atPath: data + ".asc")
     try run(["--local-user", user, "--output", data + ".asc", "--clearsign", data])
     return folder.read(name + ".asc") ?? ""
   }
