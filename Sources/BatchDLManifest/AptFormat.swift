@@ -203,6 +203,14 @@ public struct AptFormat: RepositoryFormat {
         return nil
       }
     }
+    if let date = release.date, date > documents.now + Self.maxFutureSeconds {
+      // A Date far ahead would become the stored copy's and refuse every later Release.
+      result.fail(
+        path, "signature",
+        "its Date (\(AptDate.format(date))) is more than 10 days ahead of now: it is not valid yet (check this machine's clock)"
+      )
+      return nil
+    }
     if let validUntil = release.validUntil, validUntil < documents.now {
       result.fail(
         path, "signature", "its Valid-Until (\(AptDate.format(validUntil))) is past: the repository's signature expired"
@@ -224,6 +232,9 @@ public struct AptFormat: RepositoryFormat {
     if path == inReleasePath { publish.append(Self.file(inReleasePath, bytes)) }
     return Root(release: release, path: path, publish: publish)
   }
+
+  /// How far ahead of now a Release's `Date` may be: apt's `Acquire::Max-FutureTime` (10 days).
+  public static let maxFutureSeconds: Int64 = 10 * 86_400
 
   static func file(_ path: [UInt8], _ bytes: [UInt8]) -> RepositoryFile {
     RepositoryFile(path: path, size: Int64(bytes.count), sha256: FileDigest.hex(of: bytes, algorithm: .sha256))

@@ -74,8 +74,9 @@ extension PlanBuilder {
       session: session, sessionIndex: sessionIndex, entryIndex: entryIndex, kind: .download, method: "GET",
       headers: spec.headers, body: "", priority: spec.priority)
     var requestOf: [[UInt8]: Int32] = [:]
-    // Content identity joins files of one role only (pool files; index files): a pool file with an
-    // index's bytes stays its own request, so that publish order cannot wait in a circle.
+    // Content identity joins files of one role only (pool files; the index files of one suite): a
+    // pool file with an index's bytes stays its own request, so that publish order cannot wait in
+    // a circle, and a suite's failure never holds back another suite's identical index.
     func place(_ file: RepositoryFile, at path: [UInt8], role: String?) {
       let shown = String(decoding: path, as: UTF8.self)
       let id = masked + "#" + AptPath.shown(path)
@@ -129,7 +130,7 @@ extension PlanBuilder {
       var indexRequests = Set<Int32>()
       for file in part.indexes {
         for path in [file.path] + file.alsoAt {
-          place(file, at: path, role: "index:")
+          place(file, at: path, role: "index:\(part.name):")
           if let request = requestOf[path] {
             wait(request, for: pool)
             indexRequests.insert(request)

@@ -133,6 +133,8 @@ import Testing
     ("rollback", true, Int64(1_795_900_000), now),
     ("expired", true, nil, Int64(4_200_000_000)),
     ("unverified", false, nil, now),
+    // Dated more than 10 days ahead of now (apt's Acquire::Max-FutureTime): not valid yet.
+    ("future", true, nil, Int64(1_795_867_200 - 11 * 86_400)),
   ])
   func aRootThatFailsItsChecksFailsSignatureAndAddsNothing(
     _ name: String, verified: Bool, storedDate: Int64?, now: Int64

@@ -105,7 +105,7 @@ extension Descriptors {
     _ item: RepositoryItem, _ documents: inout RepositoryDocuments, _ problems: inout [[UInt8]: String],
     manifest: Manifest
   ) {
-    let keyring = FileAccess.resolve(item.spec.keyring, against: manifest.directory)
+    let keyring = FileAccess.resolve(item.spec.keyring, against: manifest.absoluteDirectory)
     let check = SignatureCheck()
     for suite in item.spec.format.suites {
       let published = publishedDate(of: suite, item: item, manifest: manifest)
@@ -140,7 +140,8 @@ extension Descriptors {
   /// The `Date` of the suite's root the mirror publishes now (`InRelease`, else `Release`), which
   /// batchdl placed only once gpgv had verified it; nil when there is none.
   static func publishedDate(of suite: AptFormat, item: RepositoryItem, manifest: Manifest) -> Int64? {
-    let root = FileAccess.resolve(item.session.dest.isEmpty ? "." : item.session.dest, against: manifest.directory)
+    let root = FileAccess.resolve(
+      item.session.dest.isEmpty ? "." : item.session.dest, against: manifest.absoluteDirectory)
     let folder = FileAccess.normalize(root + "/" + (item.spec.to ?? ""))
     for path in [suite.inReleasePath, suite.releasePath] {
       let file = folder + "/" + String(decoding: path, as: UTF8.self)
