@@ -11,9 +11,10 @@ import Testing
     let nginx: NginxServer
     let run: RunFixture
 
-    init(_ repository: AptRepositoryFixture) throws {
+    /// `directives`: more lines in upstream nginx's `server` block (a slow pool).
+    init(_ repository: AptRepositoryFixture, directives: String = "") throws {
       self.repository = repository
-      nginx = try NginxServer()
+      nginx = try NginxServer(serverDirectives: directives)
       run = try RunFixture()
       run.trustCA(of: nginx)
       try sync()
@@ -99,5 +100,89 @@ import Testing
     #expect(
       plan.stdout.contains("dists/testing/main/binary-amd64/Packages.xz: verified, names 4 files of "), "\(plan.stdout)"
     )
+  }
+
+  /// The real client against the mirror (a second nginx serving `dest`), before, during and after
+  /// a mirror update in which packages change, leave and arrive: `apt-get update` never sees a
+  /// hash-sum mismatch, and after the run it downloads the new versions.
+  @Test func aptGetNeverSeesAHashSumMismatchBeforeDuringOrAfterAnUpdate() throws {
+    // The update's new pool files (`+u1` versions) trickle at 40 bytes a second: the run spends
+    // seconds on the pool before it may publish the indexes, and the client keeps asking the
+    // mirror meanwhile.
+    let served = try Served(
+      try AptRepositoryFixture(),
+      directives: "location ~ \"^/debian/pool/.*[+]u1\" { limit_rate 40; limit_rate_after 0; }")
+    served.manifest()
+    let result = try served.run.run()
+    #expect(result.status == 0, "\(result.stderr)")
+    let mirror = try NginxServer(root: served.run.folder.path + "/mirror")
+    defer { mirror.stop() }
+    let client = try AptClient(
+      repository: mirror.url("/"), suites: ["stable"], components: ["main", "contrib"],
+      keyring: served.repository.keyring, caCertificate: mirror.certificates.caCertificate)
+    var outcome = try client.update()
+    #expect(outcome.succeeded, "\(outcome.output)")
+    outcome = try client.download(["pkg0", "pkg1"])
+    #expect(
+      outcome.succeeded && outcome.files == ["pkg0_1.0-6_amd64.deb", "pkg1_1.1-6_amd64.deb"], "\(outcome.output)")
+
+    try served.repository.update(changing: ["pkg0"], removing: ["pkg1"], adding: ["newpkg"])
+    try served.sync()
+    let running = try served.run.start()
+    var rounds = 0
+    while running.isRunning && rounds < 30 {
+      rounds += 1
+      outcome = try client.update()
+      #expect(!outcome.hashSumMismatch && !outcome.unexpectedSize, "round \(rounds): \(outcome.output)")
+      #expect(outcome.succeeded, "round \(rounds): \(outcome.output)")
+    }
+    running.waitUntilExit()
+    #expect(running.terminationStatus == 0)
+    #expect(rounds >= 2, "the client asked the mirror \(rounds) times during the run")
+    outcome = try client.update()
+    #expect(outcome.succeeded, "\(outcome.output)")
+    outcome = try client.download(["pkg0", "newpkg"])
+    #expect(
+      outcome.succeeded && outcome.files == ["newpkg_1.0+u1_amd64.deb", "pkg0_1.0-6+u1_amd64.deb"], "\(outcome.output)")
+    outcome = try client.download(["pkg1"])
+    #expect(!outcome.succeeded, "pkg1 left the indexes: \(outcome.output)")
+  }
+
+  /// Pool files upstream removed stay for `keep_removed`, then prune deletes them; the by-hash copy
+  /// of a replaced index is kept as long; everything under `max_delete`.
+  @Test func removedPoolFilesStayForKeepRemovedThenArePruned() throws {
+    let served = try Served(try AptRepositoryFixture(suites: ["stable"], components: ["main"]))
+    served.manifest(extra: "        keep_removed: 3s", session: "    prune: {max_delete: \"50%\"}")
+    var result = try served.run.run()
+    #expect(result.status == 0, "\(result.stderr)")
+    let removed = served.repository.poolBySuite["stable"]?.filter { $0.contains("/pkg1/") }.sorted() ?? []
+    #expect(removed.count == 4, "\(removed)")
+    let packages = try #require(served.repository.read("dists/stable/main/binary-amd64/Packages.xz"))
+    let oldByHash = "dists/stable/main/binary-amd64/by-hash/SHA256/\(AptRepositoryFixture.sha256(packages))"
+    #expect(served.mirrored(oldByHash) == packages)
+
+    try served.repository.update(removing: ["pkg1"], deletingOldPool: true)
+    try served.sync()
+    result = try served.run.run()
+    #expect(result.status == 0, "\(result.stderr)")
+    for path in removed { #expect(served.mirrored(path) != nil, "\(path) is kept") }
+    #expect(served.mirrored(oldByHash) == packages)
+    let plan = try BinaryRunner.run(["plan", "manifest.yaml"], in: served.run.folder.path)
+    #expect(plan.stdout.contains("kept by keep_removed"), "\(plan.stdout)")
+
+    sleep(4)
+    result = try served.run.run()
+    #expect(result.status == 0, "\(result.stderr)")
+    for path in removed { #expect(served.mirrored(path) == nil, "\(path) is pruned") }
+    #expect(served.mirrored(oldByHash) == nil)
+    let report =
+      try JSONSerialization.jsonObject(with: Data((served.run.folder.read("report.json") ?? "").utf8)) as? [String: Any]
+    let pruned = report?["pruned"] as? [String] ?? []
+    // The removed pool files and the by-hash copies of the replaced indexes, nothing else.
+    #expect(Set(removed.map { "mirror/" + $0 } + ["mirror/" + oldByHash]).isSubset(of: Set(pruned)), "\(pruned)")
+    #expect(pruned.allSatisfy { $0.contains("/pkg1/") || $0.contains("/by-hash/SHA256/") }, "\(pruned)")
+    // The new indexes and every other pool file stay.
+    #expect(served.mirrored("dists/stable/InRelease") == served.repository.read("dists/stable/InRelease"))
+    #expect(served.mirrored("pool/main/p/pkg0/pkg0_1.0-6_amd64.deb") != nil)
   }
 }

@@ -55,6 +55,16 @@ extension Descriptors {
       }
       fetcher.fetchWanted()
       for (number, item) in items.enumerated() where !asked[number].isEmpty {
+        // Reading stored copies only (`validate`, `plan --offline`): without a copy of each
+        // document there is no chain to show; the planner says so.
+        if fetcher.mode == .stored, asked[number].allSatisfy({ request in
+          let key = DescriptorSet.key(of: item.spec.url(of: request.fetchPath), for: item.session, in: manifest)
+          return fetcher.documents[key]?.outcome ?? .missing == .missing
+        }) {
+          progress[number].crawl = RepositoryCrawl()
+          progress[number].done = true
+          continue
+        }
         for request in asked[number] {
           let url = item.spec.url(of: request.fetchPath)
           let key = DescriptorSet.key(of: url, for: item.session, in: manifest)
@@ -65,7 +75,10 @@ extension Descriptors {
             bytes = nil
             page.outcome = request.isOptional ? .fetched : .failed
             page.failure = "the server does not have it (404)"
-          } else if fetched.outcome == .failed || fetched.outcome == .missing {
+          } else if fetched.outcome == .missing {
+            // No stored copy of an optional document (upstream never had it): as a 404.
+            bytes = nil
+          } else if fetched.outcome == .failed {
             // A stored copy never stands in for a repository's document: what was checked
             // before may since have been replaced upstream.
             bytes = nil
