@@ -57,10 +57,12 @@ extension Descriptors {
       for (number, item) in items.enumerated() where !asked[number].isEmpty {
         // Reading stored copies only (`validate`, `plan --offline`): without a copy of each
         // document there is no chain to show; the planner says so.
-        if fetcher.mode == .stored, asked[number].allSatisfy({ request in
-          let key = DescriptorSet.key(of: item.spec.url(of: request.fetchPath), for: item.session, in: manifest)
-          return fetcher.documents[key]?.outcome ?? .missing == .missing
-        }) {
+        if fetcher.mode == .stored,
+          asked[number].allSatisfy({ request in
+            let key = DescriptorSet.key(of: item.spec.url(of: request.fetchPath), for: item.session, in: manifest)
+            return fetcher.documents[key]?.outcome ?? .missing == .missing
+          })
+        {
           progress[number].crawl = RepositoryCrawl()
           progress[number].done = true
           continue
