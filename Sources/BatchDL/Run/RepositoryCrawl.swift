@@ -187,69 +187,23 @@ extension Descriptors {
 
   // MARK: - keep_removed
 
-  /// The paths `keep_removed` keeps: pool files (and by-hash copies of indexes) an earlier crawl
-  /// named that this one does not, until `keep_removed` has passed since it stopped naming them.
-  /// The record (`StateFolder.descriptors`, `apt-HASH.named`) is written by a crawl that fetched
-  /// and completed without a failure; any other keeps what the record keeps (and the session
-  /// does not prune: a document or task of it failed).
+  /// The paths `keep_removed` keeps (`NamedPaths.next`), from the record in the state folder
+  /// (`descriptors/apt-HASH.named`), which a crawl that fetched writes back when it changed.
   static func keptPaths(
     _ item: RepositoryItem, crawl: RepositoryCrawl, state: StateFolder, mode: DescriptorMode, now: Int64
   ) -> [[UInt8]: Int64] {
     let file = state.descriptors + "/apt-" + FileDigest.hex(of: Array(item.key.utf8), algorithm: .sha256) + ".named"
-    let record = NamedPaths.read(file)
+    let record = FileManager.default.contents(atPath: file).map { NamedPaths.parse(Array($0)) } ?? NamedPaths()
     var named = Set(crawl.result.pool.map(\.path))
     for index in crawl.result.indexes { named.formUnion(index.alsoAt) }
     let complete = crawl.problem == nil && crawl.result.failures.isEmpty && !crawl.result.parts.isEmpty
-    guard complete, mode == .fetch else {
-      return record.kept.merging(
-        record.named.filter { !named.contains($0) }.map { ($0, now + item.spec.keepRemoved.milliseconds / 1000) }
-      ) { max($0, $1) }
+    let next = record.next(
+      named: named, complete: complete && mode == .fetch, keepSeconds: item.spec.keepRemoved.milliseconds / 1000,
+      now: now)
+    if let written = next.record, written != record {
+      try? AtomicFile.makeParent(of: file)
+      _ = try? AtomicFile.write(written.bytes, to: file)
     }
-    var next = NamedPaths()
-    next.named = named
-    let until = now + item.spec.keepRemoved.milliseconds / 1000
-    for path in record.named where !named.contains(path) && item.spec.keepRemoved.milliseconds > 0 {
-      next.kept[path] = until
-    }
-    for (path, time) in record.kept where time > now && !named.contains(path) {
-      next.kept[path] = min(time, next.kept[path] ?? time)
-    }
-    if next != record { next.write(file) }
     return next.kept
-  }
-}
-
-/// The record `keep_removed` works from: the paths a repository's last complete crawl named, and
-/// those it keeps, with when each may go. One line each: `N<TAB>PATH` or `K<TAB>TIME<TAB>PATH`.
-struct NamedPaths: Equatable {
-  var named = Set<[UInt8]>()
-  var kept: [[UInt8]: Int64] = [:]
-
-  static func read(_ file: String) -> NamedPaths {
-    var record = NamedPaths()
-    guard let bytes = FileManager.default.contents(atPath: file).map({ Array($0) }) else { return record }
-    for line in bytes.split(separator: 0x0A) {
-      let fields = line.split(separator: 0x09, maxSplits: 2, omittingEmptySubsequences: false)
-      if fields.count == 2, fields[0].elementsEqual([0x4E]) {
-        record.named.insert(Array(fields[1]))
-      } else if fields.count == 3, fields[0].elementsEqual([0x4B]),
-        let time = Int64(String(decoding: fields[1], as: UTF8.self))
-      {
-        record.kept[Array(fields[2])] = time
-      }
-    }
-    return record
-  }
-
-  func write(_ file: String) {
-    var bytes: [UInt8] = []
-    for path in named.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
-      bytes += [0x4E, 0x09] + path + [0x0A]
-    }
-    for (path, time) in kept.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
-      bytes += [0x4B, 0x09] + Array(String(time).utf8) + [0x09] + path + [0x0A]
-    }
-    try? AtomicFile.makeParent(of: file)
-    _ = try? AtomicFile.write(bytes, to: file)
   }
 }
