@@ -10,8 +10,10 @@ import BatchDLSupport
 ///    else the suite fails `signature`. A root that cannot be read fails `descriptor`. Then asks for
 ///    the index files `AptIndexSelection` selects, from their by-hash paths when the Release says
 ///    `Acquire-By-Hash: yes`, pinned to the Release's size and SHA-256.
-/// 3. Checks each index against its Release line (`checksum-mismatch`); one the server does not
-///    have fails `descriptor` unless it is optional. The read variant of each `Packages` and
+/// 3. Checks each index fetched (the variant read, and the optional ones) against its Release line
+///    (`checksum-mismatch`); one the server does not have fails `descriptor` unless it is optional.
+///    The other variants are not fetched now: they are published as downloads pinned to their
+///    Release line, checked when they come. The read variant of each `Packages` and
 ///    `Sources` is decompressed (bounded) and read: what fails there fails `descriptor`; each pool
 ///    path an index names that batchdl refuses fails alone (`descriptor`), the rest is kept.
 ///
@@ -67,8 +69,13 @@ public struct AptFormat: RepositoryFormat {
       result.fail(release.path, "descriptor", problem.message)
       return .done(result)
     }
+    // Only what must be known before planning is fetched now: the variant read, and the optional
+    // ones (whether the server has them). The others are downloads pinned to their Release line,
+    // checked when they come.
     var asking: Set<[UInt8]> = []
-    let requests = plan.targets.filter { documents[$0.fetchPath] == nil && asking.insert($0.fetchPath).inserted }.map {
+    let requests = plan.targets.filter {
+      ($0.isRead || $0.isOptional) && documents[$0.fetchPath] == nil && asking.insert($0.fetchPath).inserted
+    }.map {
       RepositoryRequest(
         path: $0.path, fetchPath: $0.fetchPath, size: $0.size, sha256: $0.sha256, isOptional: $0.isOptional)
     }
@@ -84,6 +91,13 @@ public struct AptFormat: RepositoryFormat {
     var indexes: [RepositoryFile] = []
     var refusedPath: [UInt8]?
     for target in plan.targets {
+      if !target.isRead && !target.isOptional {
+        indexes.append(
+          RepositoryFile(
+            path: target.path, size: target.size, sha256: target.sha256, fetchPath: target.fetchPath,
+            alsoAt: target.byHashPath.map { [$0] } ?? []))
+        continue
+      }
       guard let bytes = documents[target.fetchPath]?.bytes else {
         if !target.isOptional {
           result.fail(

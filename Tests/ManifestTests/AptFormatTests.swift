@@ -153,7 +153,7 @@ import Testing
     #expect(run.result.failures.isEmpty && !run.result.roots.isEmpty)
   }
 
-  @Test func aMissingIndexFailsUnlessItIsAnOptionalVariant() throws {
+  @Test func onlyTheReadAndOptionalVariantsAreFetchedBeforePlanning() throws {
     let repository = try AptRepositoryFixture(suites: ["stable"])
     let release = try AptRelease.parse(document: try #require(repository.read("dists/stable/InRelease"))).get()
     for name in ["main/binary-amd64/Packages", "main/binary-arm64/Packages.gz"] {
@@ -163,9 +163,30 @@ import Testing
         atPath: repository.path("dists/stable/\(folder)/by-hash/SHA256/\(line.sha256)"))
     }
     let run = try Self.run(repository)
-    #expect(Self.codes(run.result) == ["dists/stable/main/binary-arm64/Packages.gz": "descriptor"])
-    #expect(run.result.roots.isEmpty && run.result.indexes.isEmpty)
+    // A variant neither read nor optional is not fetched before planning: it is a download pinned
+    // to its Release line (a 404 then fails it, and its suite's roots wait in vain); the read .xz
+    // variants are all there, and the optional plain one the server lacks is left out.
+    #expect(Self.codes(run.result).isEmpty, "\(run.result.failures)")
+    for name in ["main/binary-amd64/Packages.gz", "main/binary-arm64/Packages.gz", "contrib/source/Sources.gz"] {
+      let gz = try #require(release.file(Array(name.utf8)))
+      let folder = (name as NSString).deletingLastPathComponent
+      #expect(!run.fetched.contains("dists/stable/\(folder)/by-hash/SHA256/\(gz.sha256)"), "\(name) is not fetched")
+    }
+    #expect(run.fetched.contains { $0.hasPrefix("dists/stable/main/binary-amd64/by-hash/") }, "\(run.fetched)")
+    #expect(Self.names(run.result.indexes).contains("dists/stable/main/binary-arm64/Packages.gz"))
+    #expect(!Self.names(run.result.indexes).contains("dists/stable/main/binary-amd64/Packages"))
     #expect(Self.names(run.result.pool) == Set(repository.pool.keys), "the read .xz variants are all there")
+  }
+
+  @Test func aReadVariantTheServerLacksFailsDescriptor() throws {
+    let repository = try AptRepositoryFixture(suites: ["stable"])
+    let release = try AptRelease.parse(document: try #require(repository.read("dists/stable/InRelease"))).get()
+    let line = try #require(release.file(Array("main/binary-arm64/Packages.xz".utf8)))
+    try FileManager.default.removeItem(
+      atPath: repository.path("dists/stable/main/binary-arm64/by-hash/SHA256/\(line.sha256)"))
+    let run = try Self.run(repository)
+    #expect(Self.codes(run.result) == ["dists/stable/main/binary-arm64/Packages.xz": "descriptor"])
+    #expect(run.result.roots.isEmpty && run.result.indexes.isEmpty)
   }
 
   @Test func aStanzaNamingAPathOutsideThePoolIsRefusedAloneAndWithholdsItsSuite() throws {
