@@ -73,7 +73,14 @@ public struct AptFormat: RepositoryFormat {
         path: $0.path, fetchPath: $0.fetchPath, size: $0.size, sha256: $0.sha256, isOptional: $0.isOptional)
     }
     if !requests.isEmpty { return .fetch(requests) }
-    let missing = plan.missing.map { RepositoryFailure(path: release.path, code: "descriptor", message: $0) }
+    var missing = plan.missing.map { RepositoryFailure(path: release.path, code: "descriptor", message: $0) }
+    // A signed line batchdl cannot use (a path listed twice with other digests, one that escapes)
+    // leaves the Release naming what the mirror will not hold: the suite is not published.
+    missing += release.release.refused.map { refused in
+      RepositoryFailure(
+        path: refused.path.isEmpty ? release.path : folder + refused.path, code: "descriptor",
+        message: "\(AptPath.shown(release.path)) line \(refused.line) is refused: \(refused.reason)")
+    }
     var documentFailed = !missing.isEmpty
     result.failures += missing
     result.verdicts.append(

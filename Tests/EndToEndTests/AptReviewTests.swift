@@ -138,6 +138,27 @@ import Testing
     #expect(served.mirrored("dists/stable/InRelease") == repository.read("dists/stable/InRelease"))
   }
 
+  /// A signed Release that lists one index twice with different digests: that suite fails
+  /// (`descriptor`) and is withheld, the night fails; the other suite is published.
+  @Test func aReleaseListingAPathTwiceWithOtherDigestsFailsItsSuite() throws {
+    let repository = try AptRepositoryFixture()
+    try Self.resign(repository, "stable") { release in
+      release.replacingOccurrences(
+        of: "SHA256:\n",
+        with: "SHA256:\n \(String(repeating: "ab", count: 32)) 1234 main/binary-amd64/Packages.xz\n")
+    }
+    let served = try Served(repository)
+    served.manifest()
+    let result = try served.run.run()
+    #expect(result.status != 0, "\(result.stdout)")
+    #expect(served.mirrored("dists/stable/InRelease") == nil, "the suite is withheld")
+    #expect(served.mirrored("dists/testing/InRelease") == repository.read("dists/testing/InRelease"))
+    let codes = try served.run.tasks().filter { $0.key.contains("dists/stable/") }.compactMap {
+      ($0.value["error"] as? [String: Any])?["code"] as? String
+    }
+    #expect(codes.contains("descriptor"), "\(codes)")
+  }
+
   /// A signed Release that gives an index a huge size: the fetch is bounded, the index fails its
   /// Release line, nothing of the suite is published.
   @Test func aReleaseGivingAnIndexAHugeSizeFailsWithoutAGiantAllocation() throws {
