@@ -196,6 +196,10 @@ public struct AptFormat: RepositoryFormat {
       result.fail(path, "descriptor", problem.description)
       return nil
     }
+    if let problem = Self.otherSuite(release, suite) {
+      result.fail(path, "signature", problem)
+      return nil
+    }
     if let stored = document.storedDate {
       guard let date = release.date else {
         result.fail(
@@ -238,6 +242,19 @@ public struct AptFormat: RepositoryFormat {
     }
     if path == inReleasePath { publish.append(Self.file(inReleasePath, bytes)) }
     return Root(release: release, path: path, publish: publish)
+  }
+
+  /// Why `release` is another suite's (a signed Release replayed in this suite's folder): it gives
+  /// a `Suite` or `Codename` and neither is `suite` nor, for `stable/updates`-style names, its
+  /// first segment (apt: "Conflicting distribution"). nil when it is this suite's.
+  static func otherSuite(_ release: AptRelease, _ suite: String) -> String? {
+    let names = [release.suite, release.codename].compactMap { $0 }
+    guard !names.isEmpty else { return nil }
+    let first = suite.split(separator: "/").first.map(String.init) ?? suite
+    if names.contains(where: { $0.utf8.elementsEqual(suite.utf8) || $0.utf8.elementsEqual(first.utf8) }) { return nil }
+    let shown = names.map { "'\(ShownText.escaped($0, limit: 60))'" }.joined(separator: " / ")
+    return "it is the Release of \(shown), not of '\(ShownText.escaped(suite, limit: 60))' (Suite and Codename): "
+      + "another suite's signed Release served in its place is not mirrored as this one"
   }
 
   /// How far ahead of now a Release's `Date` may be: apt's `Acquire::Max-FutureTime` (10 days).

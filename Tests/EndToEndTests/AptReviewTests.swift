@@ -159,6 +159,25 @@ import Testing
     #expect(codes.contains("descriptor"), "\(codes)")
   }
 
+  /// A server that answers for `stable` with another suite's signed tree (its InRelease, signed by
+  /// the trusted key and newer, and its indexes): apt warns of a conflicting distribution; the
+  /// mirror must not publish testing's packages as stable.
+  @Test func anotherSuitesSignedReleaseServedInItsPlaceFailsSignature() throws {
+    let repository = try AptRepositoryFixture(suites: ["stable", "testing"], components: ["main"])
+    try repository.update(suites: ["testing"], changing: ["pkg0"])
+    let served = try Served(repository)
+    let root = served.nginx.root + "/debian/dists/"
+    try FileManager.default.removeItem(atPath: root + "stable")
+    _ = try ExternalTool.run(try #require(ExternalTool.find("cp")), ["-a", root + "testing", root + "stable"])
+    served.manifest()
+    let result = try served.run.run()
+    #expect(result.status != 0, "\(result.stdout)")
+    let failure = try AptHostileTests.error(served, AptHostileTests.id(served, "dists/stable/InRelease"))
+    #expect(failure.code == "signature", "\(failure)")
+    #expect(served.mirrored("dists/stable/InRelease") == nil)
+    #expect(served.mirrored("dists/testing/InRelease") == repository.read("dists/testing/InRelease"))
+  }
+
   /// A signed Release that gives an index a huge size: the fetch is bounded, the index fails its
   /// Release line, nothing of the suite is published.
   @Test func aReleaseGivingAnIndexAHugeSizeFailsWithoutAGiantAllocation() throws {

@@ -129,6 +129,21 @@ import Testing
     #expect(run.result.pool.contains { $0.path == Array("pool/main/c/common/common_1.0_amd64.deb".utf8) })
   }
 
+  /// Whether a Release is the suite's own: its `Suite` or `Codename` is the suite's name (or the
+  /// first segment of a `stable/updates`-style name); one with neither field is accepted.
+  @Test(
+    arguments: [
+      ("stable", "stable", "bookworm", true), ("bookworm", "stable", "bookworm", true),
+      ("stable/updates", "stable", "buster", true), ("stable", "testing", "trixie", false),
+      ("stable", nil, nil, true), ("sid", "unstable", "sid", true), ("stable", "Stable", nil, false),
+    ] as [(String, String?, String?, Bool)])
+  func aReleaseOfAnotherSuiteIsTold(_ suite: String, _ name: String?, _ codename: String?, _ own: Bool) {
+    var release = AptRelease()
+    release.suite = name
+    release.codename = codename
+    #expect((AptFormat.otherSuite(release, suite) == nil) == own)
+  }
+
   /// A signed Release line batchdl refuses (a path twice with other digests, a path that escapes
   /// or holds white space, a bad hash) fails `descriptor` and withholds its suite alone.
   @Test(arguments: [
