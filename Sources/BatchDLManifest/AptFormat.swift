@@ -80,7 +80,14 @@ public struct AptFormat: RepositoryFormat {
         path: $0.path, fetchPath: $0.fetchPath, size: $0.size, sha256: $0.sha256, isOptional: $0.isOptional)
     }
     if !requests.isEmpty { return .fetch(requests) }
-    let missing = plan.missing.map { RepositoryFailure(path: release.path, code: "descriptor", message: $0) }
+    var missing = plan.missing.map { RepositoryFailure(path: release.path, code: "descriptor", message: $0) }
+    // A signed line batchdl cannot use (a path listed twice with other digests, one that escapes)
+    // leaves the Release naming what the mirror will not hold: the suite is not published.
+    missing += release.release.refused.map { refused in
+      RepositoryFailure(
+        path: refused.path.isEmpty ? release.path : folder + refused.path, code: "descriptor",
+        message: "\(AptPath.shown(release.path)) line \(refused.line) is refused: \(refused.reason)")
+    }
     var documentFailed = !missing.isEmpty
     result.failures += missing
     result.verdicts.append(
@@ -203,6 +210,10 @@ public struct AptFormat: RepositoryFormat {
       result.fail(path, "descriptor", problem.description)
       return nil
     }
+    if let problem = Self.otherSuite(release, suite) {
+      result.fail(path, "signature", problem)
+      return nil
+    }
     if let stored = document.storedDate {
       guard let date = release.date else {
         result.fail(
@@ -245,6 +256,19 @@ public struct AptFormat: RepositoryFormat {
     }
     if path == inReleasePath { publish.append(Self.file(inReleasePath, bytes)) }
     return Root(release: release, path: path, publish: publish)
+  }
+
+  /// Why `release` is another suite's (a signed Release replayed in this suite's folder): it gives
+  /// a `Suite` or `Codename` and neither is `suite` nor, for `stable/updates`-style names, its
+  /// first segment (apt: "Conflicting distribution"). nil when it is this suite's.
+  static func otherSuite(_ release: AptRelease, _ suite: String) -> String? {
+    let names = [release.suite, release.codename].compactMap { $0 }
+    guard !names.isEmpty else { return nil }
+    let first = suite.split(separator: "/").first.map(String.init) ?? suite
+    if names.contains(where: { $0.utf8.elementsEqual(suite.utf8) || $0.utf8.elementsEqual(first.utf8) }) { return nil }
+    let shown = names.map { "'\(ShownText.escaped($0, limit: 60))'" }.joined(separator: " / ")
+    return "it is the Release of \(shown), not of '\(ShownText.escaped(suite, limit: 60))' (Suite and Codename): "
+      + "another suite's signed Release served in its place is not mirrored as this one"
   }
 
   /// How far ahead of now a Release's `Date` may be: apt's `Acquire::Max-FutureTime` (10 days).

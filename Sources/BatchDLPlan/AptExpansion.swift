@@ -125,18 +125,36 @@ extension PlanBuilder {
       if !spec.after.isEmpty { afterRefs.append((task, spec.after)) }
     }
     for file in result.pool { place(file, at: file.path, role: "pool:") }
-    for part in result.parts {
+    let limit = spec.maxSize ?? session.maxSize
+    for part in result.parts where !part.indexes.isEmpty {
+      // A suite whose indexes name a file the plan leaves out (a path batchdl keeps, a clash,
+      // past max_size) is not published: clients would be sent to a file that is not there.
+      let leftOut =
+        part.pool.first { requestOf[$0] == nil }
+        ?? part.indexes.first { file in limit.map { file.size > $0 } ?? false }?.path
+      if let leftOut {
+        diagnostics.warning(
+          spec.urlMark,
+          "the repository \(masked): suite \(part.name) is not published this run (it names \(AptPath.shown(leftOut)), which is left out); the copy in place stays"
+        )
+        continue
+      }
       let pool = Set(part.pool.compactMap { requestOf[$0] })
       var indexRequests = Set<Int32>()
+      var indexesPlaced = true
       for file in part.indexes {
         for path in [file.path] + file.alsoAt {
           place(file, at: path, role: "index:\(part.name):")
           if let request = requestOf[path] {
             wait(request, for: pool)
             indexRequests.insert(request)
+          } else {
+            indexesPlaced = false
           }
         }
       }
+      // The roots list every index: without one of them in place, the previous roots stay.
+      guard indexesPlaced else { continue }
       var earlierRoots = Set<Int32>()
       for file in part.roots {
         place(file, at: file.path, role: nil)

@@ -129,6 +129,48 @@ import Testing
     #expect(run.result.pool.contains { $0.path == Array("pool/main/c/common/common_1.0_amd64.deb".utf8) })
   }
 
+  /// Whether a Release is the suite's own: its `Suite` or `Codename` is the suite's name (or the
+  /// first segment of a `stable/updates`-style name); one with neither field is accepted.
+  @Test(
+    arguments: [
+      ("stable", "stable", "bookworm", true), ("bookworm", "stable", "bookworm", true),
+      ("stable/updates", "stable", "buster", true), ("stable", "testing", "trixie", false),
+      ("stable", nil, nil, true), ("sid", "unstable", "sid", true), ("stable", "Stable", nil, false),
+    ] as [(String, String?, String?, Bool)])
+  func aReleaseOfAnotherSuiteIsTold(_ suite: String, _ name: String?, _ codename: String?, _ own: Bool) {
+    var release = AptRelease()
+    release.suite = name
+    release.codename = codename
+    #expect((AptFormat.otherSuite(release, suite) == nil) == own)
+  }
+
+  /// A signed Release line batchdl refuses (a path twice with other digests, a path that escapes
+  /// or holds white space, a bad hash) fails `descriptor` and withholds its suite alone.
+  @Test(arguments: [
+    " \(String(repeating: "ab", count: 32)) 12 main/binary-amd64/Packages.xz",
+    " \(String(repeating: "ab", count: 32)) 12 ../../../outside",
+    " \(String(repeating: "ab", count: 32)) 12 main/binary-amd64/Pack ages",
+    " nothex 12 main/binary-amd64/Packages.bz2",
+  ])
+  func aRefusedReleaseLineWithholdsItsSuite(_ line: String) throws {
+    let repository = try AptRepositoryFixture()
+    let release = String(decoding: try #require(repository.read("dists/stable/Release")), as: UTF8.self)
+    let edited = Array(release.replacingOccurrences(of: "SHA256:\n", with: "SHA256:\n\(line)\n").utf8)
+    let run = try Self.run(
+      AptRepositoryFormat(
+        suites: repository.suites.map {
+          AptFormat(suite: $0, components: repository.components, architectures: repository.architectures)
+        })
+    ) { path in
+      let name = String(decoding: path, as: UTF8.self)
+      return name == "dists/stable/InRelease" ? edited : repository.read(name)
+    }
+    #expect(run.result.failures.contains { $0.code == "descriptor" }, "\(run.result.failures)")
+    #expect(!run.result.roots.contains { $0.path.starts(with: Array("dists/stable/".utf8)) })
+    #expect(!run.result.indexes.contains { $0.path.starts(with: Array("dists/stable/".utf8)) })
+    #expect(run.result.roots.contains { $0.path == Array("dists/testing/InRelease".utf8) })
+  }
+
   @Test(arguments: [
     ("rollback", true, Int64(1_795_900_000), now),
     ("expired", true, nil, Int64(4_200_000_000)),
