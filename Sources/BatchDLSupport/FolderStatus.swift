@@ -13,6 +13,19 @@ public final class FolderStatus: Sendable {
     /// The folder's path, as bytes.
     var path: [UInt8] = []
     var descriptor: Int32 = -1
+    /// For `status(_:below:)`: the root, and the folders from it down to the last one looked in,
+    /// each opened without links from the one above (names as bytes; the root's is empty). A
+    /// sibling folder reuses the folders they share: one `openat` per new folder, not one per
+    /// level (a Debian pool has a folder per package).
+    var chainRoot: String?
+    var chain: [(name: [UInt8], descriptor: Int32)] = []
+    /// The folder `chain` ends at (its path as bytes), and whether it could be opened.
+    var belowPath: [UInt8]?
+    var belowDescriptor: Int32 = -1
+
+    mutating func closeChain(keeping count: Int = 0) {
+      while chain.count > count, let last = chain.popLast() { close(last.descriptor) }
+    }
   }
 
   private let open = Mutex(Open())
@@ -20,7 +33,10 @@ public final class FolderStatus: Sendable {
   public init() {}
 
   deinit {
-    open.withLock { if $0.descriptor >= 0 { close($0.descriptor) } }
+    open.withLock {
+      if $0.descriptor >= 0 { close($0.descriptor) }
+      $0.closeChain()
+    }
   }
 
   /// The file's size and modification time, or nil when it does not exist or is not a regular
@@ -65,33 +81,51 @@ public final class FolderStatus: Sendable {
       guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")), slash + 1 < length else { return nil }
       let folder = UnsafeBufferPointer(rebasing: bytes[..<slash])
       return open.withLock { open -> (size: Int64, modified: Int64)? in
-        // The cache key marks a folder opened without links by a leading NUL (no path has one);
-        // it is made only when the folder changes.
-        if !(open.path.first == 0 && open.path.count == folder.count + 1 && open.path.dropFirst().elementsEqual(folder))
-        {
-          if open.descriptor >= 0 { close(open.descriptor) }
-          open.path = [0] + Array(folder)
-          open.descriptor = Self.openWithoutLinks(
-            root: root, below: Array(folder.dropFirst(min(folder.count, prefixLength))))
+        if !(open.belowPath.map { $0.elementsEqual(folder) } ?? false) || open.chainRoot != root {
+          open.belowPath = Array(folder)
+          open.belowDescriptor = Self.openWithoutLinks(
+            root: root, below: Array(folder.dropFirst(min(folder.count, prefixLength))), in: &open)
         }
-        guard open.descriptor >= 0 else { return nil }
+        guard open.belowDescriptor >= 0 else { return nil }
         var info = stat()
-        guard fstatat(open.descriptor, cPath + slash + 1, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+        guard fstatat(open.belowDescriptor, cPath + slash + 1, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
         return FileAccess.status(of: info)
       }
     }
   }
 
   /// Opens `root`, then each folder of `relative` (bytes, `/`-separated) from the one above it
-  /// with `O_NOFOLLOW`; -1 when one is missing, a link or not a folder.
-  private static func openWithoutLinks(root: String, below relative: [UInt8]) -> Int32 {
-    var descriptor = Glibc.open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-    for part in relative.split(separator: UInt8(ascii: "/")) where descriptor >= 0 {
-      let name = String(decoding: part, as: UTF8.self)
-      let next = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-      close(descriptor)
-      descriptor = next
+  /// with `O_NOFOLLOW`, reusing the folders `open.chain` already holds open; -1 when one is
+  /// missing, a link or not a folder (the chain then ends at the last folder opened).
+  private static func openWithoutLinks(root: String, below relative: [UInt8], in open: inout Open) -> Int32 {
+    if open.chainRoot != root {
+      open.closeChain()
+      open.chainRoot = root
     }
-    return descriptor
+    if open.chain.isEmpty {
+      let descriptor = Glibc.open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+      guard descriptor >= 0 else {
+        open.chainRoot = nil
+        return -1
+      }
+      open.chain = [([], descriptor)]
+    }
+    let parts = relative.split(separator: UInt8(ascii: "/")).map(Array.init)
+    var shared = 1
+    while shared < open.chain.count, shared - 1 < parts.count, open.chain[shared].name == parts[shared - 1] {
+      shared += 1
+    }
+    open.closeChain(keeping: shared)
+    for part in parts.dropFirst(shared - 1) {
+      guard let above = open.chain.last?.descriptor else { return -1 }
+      // The name's own bytes, NUL-terminated (a name that is not UTF-8 stays the same name).
+      let next = (part.map { CChar(bitPattern: $0) } + [0]).withUnsafeBufferPointer { name -> Int32 in
+        guard let base = name.baseAddress else { return -1 }
+        return openat(above, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+      }
+      guard next >= 0 else { return -1 }
+      open.chain.append((part, next))
+    }
+    return open.chain.last?.descriptor ?? -1
   }
 }

@@ -50,4 +50,32 @@ import Testing
     // A root that is only a prefix of a folder's name is not that folder's root.
     #expect(files.status(base + "/m/real/f.bin", below: base + "/m/re")?.size == 10)
   }
+
+  /// Folders looked in one after another share the folders above them (a pool with a folder per
+  /// package): siblings, a climb back up, a deeper one and a linked folder among them all get a
+  /// plain `lstat`'s answer, and a link is never followed.
+  @Test func siblingFoldersShareTheFoldersAboveThem() throws {
+    let folder = TemporaryDirectory()
+    let root = folder.path + "/dest"
+    let outside = TemporaryDirectory()
+    let files: [(String, Int)] = [
+      ("pool/main/a/alpha/f", 1), ("pool/main/a/apple/f", 2), ("pool/main/b/beta/f", 3), ("pool/contrib/c/f", 4),
+      ("pool/main/a/alpha/deeper/g", 5), ("top", 6),
+    ]
+    for (path, size) in files {
+      try FileAccess.makeDirectories(FileAccess.directory(of: root + "/" + path))
+      #expect(FileManager.default.createFile(atPath: root + "/" + path, contents: Data(repeating: 1, count: size)))
+    }
+    #expect(FileManager.default.createFile(atPath: outside.path + "/f", contents: Data(repeating: 1, count: 99)))
+    #expect(symlink(outside.path, root + "/pool/main/a/linked") == 0)
+    let status = FolderStatus()
+    for _ in 0..<2 {
+      for (path, size) in files + files.reversed() {
+        #expect(status.status(root + "/" + path, below: root)?.size == Int64(size), "\(path)")
+        #expect(status.status(root + "/pool/main/a/linked/f", below: root) == nil)
+      }
+      #expect(status.status(root + "/pool/main/a/missing/f", below: root) == nil)
+      #expect(status.status(root + "/pool/main/a/alpha/f", below: root)?.size == 1)
+    }
+  }
 }
