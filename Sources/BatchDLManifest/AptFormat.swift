@@ -127,7 +127,15 @@ public struct AptFormat: RepositoryFormat {
         result.verdicts.append(RepositoryVerdict(path: target.path))
         continue
       }
-      switch read(bytes, target) {
+      // The uncompressed variant, when the server has it with the bytes the Release names, says
+      // the same without a decompression.
+      var reading = (bytes: bytes, target: target)
+      if target.compression != .none, let plain = Self.plainVariant(of: target, in: plan.targets),
+        let plainBytes = documents[plain.fetchPath]?.bytes, Self.mismatch(plainBytes, plain) == nil
+      {
+        reading = (plainBytes, plain)
+      }
+      switch read(reading.bytes, reading.target) {
       case .failure(let failure):
         result.fail(target.path, failure.code, failure.message)
         documentFailed = true
@@ -276,6 +284,14 @@ public struct AptFormat: RepositoryFormat {
 
   static func file(_ path: [UInt8], _ bytes: [UInt8]) -> RepositoryFile {
     RepositoryFile(path: path, size: Int64(bytes.count), sha256: FileDigest.hex(of: bytes, algorithm: .sha256))
+  }
+
+  /// The uncompressed variant of `target` among `targets` (its path without the compression's
+  /// suffix), when the Release lists one.
+  static func plainVariant(of target: AptIndexTarget, in targets: [AptIndexTarget]) -> AptIndexTarget? {
+    guard let dot = target.path.lastIndex(of: 0x2E) else { return nil }
+    let stem = target.path[..<dot]
+    return targets.first { $0.compression == .none && $0.kind == target.kind && $0.path.elementsEqual(stem) }
   }
 
   /// How `bytes` differ from the Release line of `target`, or nil when they match.

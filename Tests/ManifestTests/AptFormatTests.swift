@@ -296,8 +296,28 @@ import Testing
   @Test func anIndexPastTheDecompressionBoundFailsDescriptor() throws {
     let repository = try AptRepositoryFixture(suites: ["stable"], components: ["main"], architectures: ["amd64"])
     var format = AptFormat(suite: "stable", components: ["main"], architectures: ["amd64"], sources: true)
+    // With the uncompressed variants served, they are read: no xz stream is decoded (a decoder
+    // allowed one byte of memory would fail).
+    format.decompressionLimits = DecompressionLimits(xzMemoryLimit: 1)
+    let plain = try Self.run(format) { repository.read(String(decoding: $0, as: UTF8.self)) }
+    #expect(plain.result.failures.isEmpty, "\(plain.result.failures)")
+    #expect(!plain.result.pool.isEmpty && !plain.result.roots.isEmpty)
     format.decompressionLimits = DecompressionLimits(maxOutputBytes: 64, ratioFloorBytes: 0)
-    let run = try Self.run(format) { repository.read(String(decoding: $0, as: UTF8.self)) }
+    // Without them (as on Debian's mirrors), the .xz variants are, past the bound.
+    let release = try AptRelease.parse(document: try #require(repository.read("dists/stable/InRelease"))).get()
+    var absent: Set<String> = []
+    for name in ["main/binary-amd64/Packages", "main/source/Sources"] {
+      let line = try #require(release.file(Array(name.utf8)))
+      absent.insert("dists/stable/\((name as NSString).deletingLastPathComponent)/by-hash/SHA256/\(line.sha256)")
+    }
+    let serveWithoutPlain: ([UInt8]) -> [UInt8]? = { path in
+      let name = String(decoding: path, as: UTF8.self)
+      return absent.contains(name) ? nil : repository.read(name)
+    }
+    var starved = format
+    starved.decompressionLimits = DecompressionLimits(xzMemoryLimit: 1)
+    #expect(!(try Self.run(starved, serve: serveWithoutPlain)).result.failures.isEmpty, "the xz decoder needs memory")
+    let run = try Self.run(format, serve: serveWithoutPlain)
     #expect(
       Self.codes(run.result)
         == [
