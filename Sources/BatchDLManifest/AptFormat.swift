@@ -114,7 +114,7 @@ public struct AptFormat: RepositoryFormat {
         }
         continue
       }
-      if let mismatch = Self.mismatch(bytes, target) {
+      if let mismatch = Self.mismatch(bytes, target, known: documents[target.fetchPath]?.sha256) {
         result.fail(target.path, "checksum-mismatch", mismatch)
         documentFailed = true
         continue
@@ -131,7 +131,8 @@ public struct AptFormat: RepositoryFormat {
       // the same without a decompression.
       var reading = (bytes: bytes, target: target)
       if target.compression != .none, let plain = Self.plainVariant(of: target, in: plan.targets),
-        let plainBytes = documents[plain.fetchPath]?.bytes, Self.mismatch(plainBytes, plain) == nil
+        let plainBytes = documents[plain.fetchPath]?.bytes,
+        Self.mismatch(plainBytes, plain, known: documents[plain.fetchPath]?.sha256) == nil
       {
         reading = (plainBytes, plain)
       }
@@ -294,12 +295,13 @@ public struct AptFormat: RepositoryFormat {
     return targets.first { $0.compression == .none && $0.kind == target.kind && $0.path.elementsEqual(stem) }
   }
 
-  /// How `bytes` differ from the Release line of `target`, or nil when they match.
-  static func mismatch(_ bytes: [UInt8], _ target: AptIndexTarget) -> String? {
+  /// How `bytes` differ from the Release line of `target`, or nil when they match. `known`: the
+  /// bytes' SHA-256 when the caller computed it as they came (it is not computed again).
+  static func mismatch(_ bytes: [UInt8], _ target: AptIndexTarget, known: String? = nil) -> String? {
     if Int64(bytes.count) != target.size {
       return "it holds \(bytes.count) bytes; the Release says \(target.size)"
     }
-    let digest = FileDigest.hex(of: bytes, algorithm: .sha256)
+    let digest = known ?? FileDigest.hex(of: bytes, algorithm: .sha256)
     if digest != target.sha256 {
       return "its SHA-256 is \(digest); the Release says \(target.sha256)"
     }

@@ -52,6 +52,8 @@ public struct AptSpec: Sendable {
     Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/+:@!$&'()*,;=".utf8))
 
   static func encoded(_ path: [UInt8]) -> String {
+    // Most paths need no escape: one String, no append per byte.
+    if path.allSatisfy({ plainBytes.contains($0) }) { return String(decoding: path, as: UTF8.self) }
     var text = ""
     text.reserveCapacity(path.count)
     for byte in path {

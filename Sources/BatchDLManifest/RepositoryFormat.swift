@@ -20,11 +20,15 @@ public struct RepositoryDocument: Sendable {
   /// The `Date` (seconds since 1970-01-01 UTC) of the copy already published in the mirror, for a
   /// signed root; nil when there is none (a first mirror).
   public var storedDate: Int64?
+  /// The SHA-256 of `bytes` (64 lower-case hexadecimal digits) when the caller computed it as they
+  /// came; nil: the format computes it.
+  public var sha256: String?
 
-  public init(bytes: [UInt8]?, signatureVerified: Bool = false, storedDate: Int64? = nil) {
+  public init(bytes: [UInt8]?, signatureVerified: Bool = false, storedDate: Int64? = nil, sha256: String? = nil) {
     self.bytes = bytes
     self.signatureVerified = signatureVerified
     self.storedDate = storedDate
+    self.sha256 = sha256
   }
 }
 

@@ -202,17 +202,47 @@ public enum FileAccess {
     }
   }
 
-  /// An absolute path without `.`, `..` and empty parts.
+  /// An absolute path without `.`, `..` and empty parts, split on the byte `/` as the kernel does
+  /// (a combining mark after a `/` does not make it another character).
   public static func normalize(_ path: String) -> String {
-    var parts: [Substring] = []
-    for part in path.split(separator: "/") {
-      switch part {
-      case ".": continue
-      case "..": _ = parts.popLast()
-      default: parts.append(part)
+    if isNormal(path) { return path }
+    var parts: [ArraySlice<UInt8>] = []
+    let bytes = Array(path.utf8)
+    for part in bytes.split(separator: 0x2F) {
+      if part.elementsEqual([0x2E]) { continue }
+      if part.elementsEqual([0x2E, 0x2E]) {
+        _ = parts.popLast()
+        continue
       }
+      parts.append(part)
     }
-    return "/" + parts.joined(separator: "/")
+    var joined: [UInt8] = []
+    joined.reserveCapacity(bytes.count + 1)
+    for part in parts {
+      joined.append(0x2F)
+      joined += part
+    }
+    return joined.isEmpty ? "/" : String(decoding: joined, as: UTF8.self)
+  }
+}
+
+extension FileAccess {
+  /// Whether `normalize` would give `path` back as it is: absolute, no empty, `.` or `..` part,
+  /// no `/` at its end (a plan's destinations mostly are; one pass over the bytes, no String made).
+  static func isNormal(_ path: String) -> Bool {
+    let utf8 = path.utf8
+    return utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+      guard bytes.first == 0x2F, bytes.count > 1, bytes.last != 0x2F else { return bytes.elementsEqual([0x2F]) }
+      var partStart = 1
+      for index in 1...bytes.count {
+        guard index == bytes.count || bytes[index] == 0x2F else { continue }
+        let length = index - partStart
+        if length == 0 { return false }
+        if bytes[partStart] == 0x2E && (length == 1 || (length == 2 && bytes[partStart + 1] == 0x2E)) { return false }
+        partStart = index + 1
+      }
+      return true
+    } ?? false
   }
 }
 

@@ -206,6 +206,10 @@ import Testing
     try repository.replaceIndex(
       "main/binary-amd64/Packages", of: "stable", with: String(repeating: "\n", count: 24 << 20))
     let served = try Served(repository)
+    // As on Debian's mirrors, the uncompressed index is not served: the .xz is what is read.
+    let plain = "dists/stable/main/binary-amd64/Packages"
+    let byHash = try #require(repository.byHashPath("main/binary-amd64/Packages", of: "stable"))
+    for path in [plain, byHash] { unlink(served.nginx.root + "/debian/" + path) }
     served.manifest()
     let result = try served.run.run()
     #expect(result.status != 0)

@@ -54,7 +54,7 @@ struct DocumentFetcher {
     let masked = redactor.url(url)
     let files = state.descriptor(
       maskedURL: masked, connection: session.connectionIdentity(relativeTo: manifest.absoluteDirectory))
-    let stored = StoredDescriptor.read(files)
+    let stored = StoredDescriptor.read(files, limit: limit)
     switch mode {
     case .stored:
       storedOnly.insert(key)
@@ -139,10 +139,12 @@ struct StoredDescriptor {
   var body: [UInt8]
   var meta: DescriptorMeta
 
-  static func read(_ files: (body: String, meta: String)) -> StoredDescriptor? {
+  /// The copy, when its bytes (at most `limit`, and never less than a checksum file may hold: the
+  /// bound the document was fetched with) still match its digest.
+  static func read(_ files: (body: String, meta: String), limit: Int = ChecksumFile.maxBytes) -> StoredDescriptor? {
     guard let metaBytes = try? ManifestLoader.readManifest(files.meta, limit: 1 << 16),
       let meta = DescriptorMeta(json: metaBytes),
-      let body = try? ManifestLoader.readManifest(files.body, limit: ChecksumFile.maxBytes),
+      let body = try? ManifestLoader.readManifest(files.body, limit: max(limit, ChecksumFile.maxBytes)),
       SHA256.hash(data: body).hexString == meta.sha256
     else { return nil }
     return StoredDescriptor(body: body, meta: meta)

@@ -87,7 +87,9 @@ extension Descriptors {
             progress[number].fetchProblems[request.fetchPath] = fetched.problem ?? "cannot fetch it"
           }
           progress[number].crawl.pages.append(page)
-          progress[number].documents.documents[request.fetchPath] = RepositoryDocument(bytes: bytes)
+          // The digest the copy was stored with, computed from its bytes as they came.
+          progress[number].documents.documents[request.fetchPath] = RepositoryDocument(
+            bytes: bytes, sha256: bytes == nil ? nil : fetched.sha256)
         }
         var documents = progress[number].documents
         var problems = progress[number].signatureProblems
