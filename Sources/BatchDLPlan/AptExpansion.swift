@@ -79,7 +79,8 @@ extension PlanBuilder {
     // a circle, and a suite's failure never holds back another suite's identical index.
     func place(_ file: RepositoryFile, at path: [UInt8], role: String?) {
       let shown = String(decoding: path, as: UTF8.self)
-      let id = masked + "#" + AptPath.shown(path)
+      // Made only for a file refused (most are not).
+      var id: String { masked + "#" + AptPath.shown(path) }
       if let limit = spec.maxSize ?? session.maxSize, file.size > limit {
         refuseListed(
           id: id, url: spec.url(of: file.fetchPath), session: sessionIndex, entry: entryIndex, code: .tooLarge,
@@ -139,7 +140,7 @@ extension PlanBuilder {
         )
         continue
       }
-      let pool = Set(part.pool.compactMap { requestOf[$0] })
+      let pool = Set(part.pool.compactMap { requestOf[$0] }).sorted()
       var indexRequests = Set<Int32>()
       var indexesPlaced = true
       for file in part.indexes {
@@ -159,7 +160,7 @@ extension PlanBuilder {
       for file in part.roots {
         place(file, at: file.path, role: nil)
         guard let request = requestOf[file.path] else { continue }
-        wait(request, for: indexRequests.union(earlierRoots))
+        wait(request, for: indexRequests.union(earlierRoots).sorted())
         earlierRoots.insert(request)
       }
     }
@@ -170,11 +171,11 @@ extension PlanBuilder {
     }
   }
 
-  /// Makes `request` wait for `others` (publish order): it is placed only after them, and only
-  /// when none of them failed.
-  private mutating func wait(_ request: Int32, for others: Set<Int32>) {
+  /// Makes `request` wait for `others` (publish order, in order): it is placed only after them,
+  /// and only when none of them failed.
+  private mutating func wait(_ request: Int32, for others: [Int32]) {
     var dependencies = Set(requests[Int(request)].dependencies)
-    for other in others.sorted() where other != request && dependencies.insert(other).inserted {
+    for other in others where other != request && dependencies.insert(other).inserted {
       requests[Int(request)].dependencies.append(other)
       publishWaits[request, default: []].insert(other)
     }

@@ -200,13 +200,12 @@ public struct PrunePlan: Sendable {
   /// control character.
   static func unsafe(_ path: String) -> String? {
     if path.isEmpty { return "the path is empty" }
-    if path.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
-      return "the path has a control character"
-    }
-    let parts = path.split(separator: "/", omittingEmptySubsequences: false)
-    for (offset, part) in parts.enumerated() {
-      if part == ".." { return "the path climbs out with '..'" }
-      if part == "." || (part.isEmpty && offset > 0) { return "the path has '.' or empty parts" }
+    // On the bytes, as the kernel reads the path (every byte of a non-ASCII character is 0x80 or more).
+    let bytes = Array(path.utf8)
+    if bytes.contains(where: { $0 < 0x20 || $0 == 0x7F }) { return "the path has a control character" }
+    for (offset, part) in bytes.split(separator: 0x2F, omittingEmptySubsequences: false).enumerated() {
+      if part.elementsEqual([0x2E, 0x2E]) { return "the path climbs out with '..'" }
+      if part.elementsEqual([0x2E]) || (part.isEmpty && offset > 0) { return "the path has '.' or empty parts" }
     }
     return nil
   }
