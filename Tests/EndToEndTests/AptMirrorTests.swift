@@ -185,4 +185,28 @@ import Testing
     #expect(served.mirrored("dists/stable/InRelease") == served.repository.read("dists/stable/InRelease"))
     #expect(served.mirrored("pool/main/p/pkg0/pkg0_1.0-6_amd64.deb") != nil)
   }
+
+  /// An architecture dropped from the manifest: its index files (no task names them any more) are
+  /// deleted at once, its pool files and the by-hash copies of its indexes stay for keep_removed.
+  @Test func indexFilesNoLongerNamedGoAtOncePoolFilesAfterKeepRemoved() throws {
+    let served = try Served(try AptRepositoryFixture(suites: ["stable"], components: ["main"]))
+    served.manifest(extra: "        keep_removed: 1d", session: "    prune: {max_delete: \"50%\"}")
+    var result = try served.run.run()
+    #expect(result.status == 0, "\(result.stderr)")
+    let manifest = try #require(served.run.folder.read("manifest.yaml"))
+    served.run.folder.write("manifest.yaml", manifest.replacingOccurrences(of: "[amd64, arm64]", with: "[amd64]"))
+    result = try served.run.run()
+    #expect(result.status == 0, "\(result.stderr)")
+    for name in ["Packages", "Packages.gz", "Packages.xz"] {
+      #expect(served.mirrored("dists/stable/main/binary-arm64/\(name)") == nil, "\(name) is deleted at once")
+      #expect(served.mirrored("dists/stable/main/binary-amd64/\(name)") != nil)
+    }
+    let arm = served.repository.pool.keys.filter { $0.hasSuffix("_arm64.deb") }
+    #expect(!arm.isEmpty)
+    for path in arm { #expect(served.mirrored(path) != nil, "\(path) stays for keep_removed") }
+    let packages = try #require(served.repository.read("dists/stable/main/binary-arm64/Packages.xz"))
+    #expect(
+      served.mirrored("dists/stable/main/binary-arm64/by-hash/SHA256/\(AptRepositoryFixture.sha256(packages))")
+        == packages)
+  }
 }

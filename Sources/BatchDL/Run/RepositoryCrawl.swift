@@ -194,7 +194,14 @@ extension Descriptors {
   static func keptPaths(
     _ item: RepositoryItem, crawl: RepositoryCrawl, state: StateFolder, mode: DescriptorMode, now: Int64
   ) -> [[UInt8]: Int64] {
-    let file = state.descriptors + "/apt-" + FileDigest.hex(of: Array(item.key.utf8), algorithm: .sha256) + ".named"
+    // By repository, destination and suites: a manifest that drops an architecture or a component
+    // keeps the pool files those named for `keep_removed` too (two entries of one repository and
+    // destination that name other suites keep records of their own).
+    let owner = [
+      item.spec.url, item.session.dest, item.spec.to ?? "", item.spec.suites.sorted().joined(separator: ","),
+    ]
+    .joined(separator: "\n")
+    let file = state.descriptors + "/apt-" + FileDigest.hex(of: Array(owner.utf8), algorithm: .sha256) + ".named"
     let record = FileManager.default.contents(atPath: file).map { NamedPaths.parse(Array($0)) } ?? NamedPaths()
     var named = Set(crawl.result.pool.map(\.path))
     for index in crawl.result.indexes { named.formUnion(index.alsoAt) }
