@@ -95,22 +95,11 @@ extension ManifestDecoder {
     _ node: YAMLNode, entries: [(key: YAMLNode, value: YAMLNode)], kindEntry: (key: YAMLNode, value: YAMLNode)
   ) -> TaskEntry? {
     checkKeys(entries, known: Self.aptKeys, in: "an apt entry", extra: Self.aptAnswers)
-    let written = kindEntry.value.scalar?.lowercased() ?? ""
-    let byURL = written.hasPrefix("http://") || written.hasPrefix("https://") || written.hasPrefix("${")
-    var url = string(kindEntry.value, what: "apt", expand: byURL ? .secret : .plain) ?? ""
-    let lowered = url.lowercased()
-    if !(lowered.hasPrefix("http://") || lowered.hasPrefix("https://")) {
-      diagnostics.error(
-        kindEntry.value.mark,
-        "apt takes the http or https URL of a repository's root, the folder that holds dists/ and pool/ (https://deb.example.org/debian/), found '\(ShownText.escaped(url, limit: 200))'"
-      )
-    } else if case .failure(let problem) = Metalink.normalizer.withLock({ $0.normalize(url) }) {
-      diagnostics.error(kindEntry.value.mark, "apt: \(problem.description)")
-    } else if url.contains("?") || url.contains("#") {
-      diagnostics.error(kindEntry.value.mark, "apt takes a repository's root URL, without a query or fragment")
-    } else if !url.hasSuffix("/") {
-      url += "/"
-    }
+    let url = folderURL(
+      kindEntry.value, what: "apt",
+      takes:
+        "the http or https URL of a repository's root, the folder that holds dists/ and pool/ (https://deb.example.org/debian/)",
+      briefly: "a repository's root URL")
     var spec = AptSpec(mark: node.mark, url: url, urlMark: kindEntry.value.mark)
     for (key, value) in entries {
       switch key.scalar {

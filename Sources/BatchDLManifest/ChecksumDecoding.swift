@@ -128,23 +128,11 @@ extension ManifestDecoder {
     _ node: YAMLNode, entries: [(key: YAMLNode, value: YAMLNode)], kindEntry: (key: YAMLNode, value: YAMLNode)
   ) -> TaskEntry? {
     checkKeys(entries, known: Self.indexKeys, in: "an index entry", extra: Self.indexAnswers)
-    let written = kindEntry.value.scalar?.lowercased() ?? ""
-    let byURL = written.hasPrefix("http://") || written.hasPrefix("https://") || written.hasPrefix("${")
-    var url = string(kindEntry.value, what: "index", expand: byURL ? .secret : .plain) ?? ""
-    let lowered = url.lowercased()
-    if !(lowered.hasPrefix("http://") || lowered.hasPrefix("https://")) {
-      diagnostics.error(
-        kindEntry.value.mark,
-        "index takes the http or https URL of a folder whose listing the server shows (https://host/pub/release/), found '\(ShownText.escaped(url, limit: 200))'"
-      )
-    } else if case .failure(let problem) = Metalink.normalizer.withLock({ $0.normalize(url) }) {
-      diagnostics.error(kindEntry.value.mark, "index: \(problem.description)")
-    } else if url.contains("?") || url.contains("#") {
-      diagnostics.error(kindEntry.value.mark, "index takes a folder's URL, without a query or fragment")
-    } else if !url.hasSuffix("/") {
-      // A folder's URL: nginx, Apache and lighttpd redirect `/pub/release` to `/pub/release/`.
-      url += "/"
-    }
+    // nginx, Apache and lighttpd redirect `/pub/release` to `/pub/release/`.
+    let url = folderURL(
+      kindEntry.value, what: "index",
+      takes: "the http or https URL of a folder whose listing the server shows (https://host/pub/release/)",
+      briefly: "a folder's URL")
     var spec = IndexSpec(mark: node.mark, url: url, urlMark: kindEntry.value.mark)
     for (key, value) in entries {
       switch key.scalar {
@@ -169,6 +157,26 @@ extension ManifestDecoder {
     }
     spec.checksums = checksumSpec(node)
     return .index(spec)
+  }
+
+  /// The http or https URL of the folder an entry reads (`index:`, `apt:`), ending with `/`: a
+  /// `${VAR}` in it is a secret, and a URL that is not http(s), does not normalize, or has a query
+  /// or fragment is an error at its place. `takes` and `briefly` say what the key takes.
+  package mutating func folderURL(_ node: YAMLNode, what: String, takes: String, briefly: String) -> String {
+    let written = node.scalar?.lowercased() ?? ""
+    let byURL = written.hasPrefix("http://") || written.hasPrefix("https://") || written.hasPrefix("${")
+    var url = string(node, what: what, expand: byURL ? .secret : .plain) ?? ""
+    let lowered = url.lowercased()
+    if !(lowered.hasPrefix("http://") || lowered.hasPrefix("https://")) {
+      diagnostics.error(node.mark, "\(what) takes \(takes), found '\(ShownText.escaped(url, limit: 200))'")
+    } else if case .failure(let problem) = Metalink.normalizer.withLock({ $0.normalize(url) }) {
+      diagnostics.error(node.mark, "\(what): \(problem.description)")
+    } else if url.contains("?") || url.contains("#") {
+      diagnostics.error(node.mark, "\(what) takes \(briefly), without a query or fragment")
+    } else if !url.hasSuffix("/") {
+      url += "/"
+    }
+    return url
   }
 
   /// Keys of a download task that a listing answers for each of its files.

@@ -34,7 +34,13 @@ import Testing
 
     var url: String { nginx.url("/debian/") }
 
-    func manifest(extra: String = "", session: String = "", suites: String? = nil) {
+    /// The manifest of one `apt:` entry for the whole repository; `keyring`, `url` (default: the
+    /// repository's) and `suites` replace what it names, `extra` adds keys to the entry and
+    /// `session` to its session.
+    func manifest(
+      extra: String = "", session: String = "", suites: String? = nil, keyring: String = "keyring.gpg",
+      url: String? = nil
+    ) {
       run.manifest(
         """
         version: 1
@@ -45,12 +51,12 @@ import Testing
             retry: {attempts: 1}
         \(session)
             tasks:
-              - apt: \(url)
+              - apt: \(url ?? self.url)
                 suites: \(suites ?? "[" + repository.suites.joined(separator: ", ") + "]")
                 components: [\(repository.components.joined(separator: ", "))]
                 architectures: [\(repository.architectures.joined(separator: ", "))]
                 sources: true
-                keyring: keyring.gpg
+                keyring: \(keyring)
         \(extra)
         """)
     }

@@ -12,25 +12,7 @@ import Testing
   static func manifest(
     _ served: Served, keyring: String = "keyring.gpg", url: String? = nil, extra: String = "", session: String = ""
   ) {
-    let repository = served.repository
-    served.run.manifest(
-      """
-      version: 1
-      sessions:
-        debian:
-          dest: mirror
-          tls: {ca_file: ca.pem}
-          retry: {attempts: 1}
-      \(session)
-          tasks:
-            - apt: \(url ?? served.url)
-              suites: [\(repository.suites.joined(separator: ", "))]
-              components: [\(repository.components.joined(separator: ", "))]
-              architectures: [\(repository.architectures.joined(separator: ", "))]
-              sources: true
-              keyring: \(keyring)
-      \(extra)
-      """)
+    served.manifest(extra: extra, session: session, keyring: keyring, url: url)
   }
 
   /// Rewrites the Release of `suite` with `transform` and signs it again (InRelease, Release.gpg).
