@@ -17,6 +17,7 @@ from . import invariants as inv
 from .apt_upstream import AptUpstream
 from .life import Process, wait_idle
 from .server import Faults, Server, Trap
+from .upstream import sha256
 
 CI_SEEDS = list(range(1, 9))
 CI_NIGHTS = 5
@@ -69,6 +70,7 @@ class AptSimulation:
         self.first_good_end = {}  # pool path -> end of the first night exiting 0 since its removal
         self.dates = {}  # suite -> the Date the mirror's root gave after the last night
         self.previous_rc, self.last_start = None, None
+        self.served_before = set()  # SHA-256 of every file upstream served on an earlier night
 
     def close(self):
         self.server.stop()
@@ -130,6 +132,11 @@ class AptSimulation:
                 night.changes.append("a new Date")
             if touched:
                 u.publish_all(sorted(touched))
+        # Sometimes the operator drops an architecture from the manifest, or takes it back.
+        if rng.random() < 0.12 and len(u.archs) > 1 and number > 0 and self.opts.changes:
+            self.archs = [u.archs[0]] if len(self.archs) > 1 else list(u.archs)
+            night.changes.append("the manifest now asks for %s" % "+".join(self.archs))
+            self.manifest_path = self.write_manifest()
         # Tonight's attack, fault and signal: drawn always, so the stream stays put.
         attack_roll, fault_roll, event_roll = rng.random(), rng.random(), rng.random()
         suite, at = rng.choice(self.suites), rng.randint(1, 12 + len(u.files) // 3)
@@ -196,6 +203,7 @@ class AptSimulation:
             for path, when in self.removed_at.items():
                 self.first_good_end.setdefault(path, night.ended)
         self.previous_rc = night.rc
+        self.served_before |= {sha256(data) for data, _ in u.files.values()}
         return night, violations
 
     def named_removed_since(self, before):
@@ -216,13 +224,24 @@ class AptSimulation:
             night.changes.append("%s: InRelease altered after signing" % suite)
             night.must_fail = "a tampered InRelease"
             return
-        if roll < 0.22:
+        if roll < 0.16 and published is not None:
+            u.tamper_detached(suite)
+            night.changes.append("%s: Release.gpg does not verify the Release" % suite)
+            night.must_fail = "a Release.gpg that does not verify"
+            return
+        if roll < 0.2:
+            u.drop_inrelease(suite)
+            night.changes.append("%s: no InRelease tonight (Release and Release.gpg only)" % suite)
+            return
+        if roll < 0.3:
             # Only what the mirror does not hold yet must be fetched (and so found out).
             have = ainv.mirror_files(self)
+            # An index counts when its bytes were never served before: else the state folder may
+            # hold them, and batchdl rightly asks for nothing.
             fresh = [p for p in sorted(self.named_now()) if os.path.join(self.mirror_root, p) not in have]
             indexes = [p for p in sorted(u.files) if p.startswith(u.dists(suite)) and "/binary-" in p
                        and "/by-hash/" not in p and p.split("/binary-")[1].split("/")[0] in self.archs
-                       and os.path.join(self.mirror_root, p) not in have and not p.endswith("/Packages")]
+                       and not p.endswith("/Packages") and sha256(u.files[p][0]) not in self.served_before]
             choices = fresh + indexes
             if choices:
                 path = u.rng.choice(choices)

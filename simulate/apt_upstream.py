@@ -259,10 +259,25 @@ class AptUpstream:
         self.saved.setdefault(path, (data, mtime))
         self.files[path] = (data.replace(b"Label: sim", b"Label: evil", 1), mtime)
 
+    def tamper_detached(self, suite):
+        """A Release.gpg that does not verify the Release (InRelease stays good)."""
+        path = self.dists(suite) + "Release.gpg"
+        self.saved.setdefault(path, self.files[path])
+        self.sign(suite, self.files[self.dists(suite) + "Release"][0] + b"\n", self.mtime(), genuine=False)
+        for name in ("Release", "InRelease"):
+            self.files[self.dists(suite) + name] = self.saved.pop(self.dists(suite) + name)
+        self.forged.discard(sha256(self.files[self.dists(suite) + "InRelease"][0]))
+
+    def drop_inrelease(self, suite):
+        """Tonight the suite has Release and Release.gpg only (as older repositories)."""
+        path = self.dists(suite) + "InRelease"
+        self.saved.setdefault(path, self.files[path])
+        del self.files[path]
+
     def heal(self):
         """The night after a tamper: upstream serves its genuine bytes again."""
         for path, value in self.saved.items():
-            if path in self.files:
+            if path in self.files or not path.startswith("pool/"):
                 self.files[path] = value
         self.saved = {}
 
