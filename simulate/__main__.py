@@ -3,6 +3,8 @@
     scripts/simulate [--binary PATH] [--seeds A-B | --seeds 1,5,9] [--nights N] [--grammar old|new]
                      [--max-files K] [--no-faults] [--no-kills] [--no-changes] [--shrink] [--keep]
     scripts/simulate [--binary PATH] --regressions    (the cases of simulate/regressions.txt)
+    scripts/simulate --apt [--binary PATH] [--seeds ...] [--nights N] [--max-files K] [--no-faults]
+                     [--no-kills] [--no-changes] [--shrink] [--keep]   (the life of an APT mirror)
 
 The last line is `N nights, M violations`; the exit status is 0 only with no violation.
 """
@@ -15,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from . import nginx
+from . import apt_life, nginx
 from .life import Options, Simulation
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -63,7 +65,8 @@ def parse_seeds(text):
 
 
 def replay(args, seed, nights, opts):
-    words = ["scripts/simulate", "--seeds", str(seed), "--nights", str(nights), "--grammar", opts.grammar]
+    words = ["scripts/simulate", "--seeds", str(seed), "--nights", str(nights)]
+    words += ["--apt"] if args.apt else ["--grammar", opts.grammar]
     if args.binary:
         words += ["--binary", args.binary]
     if opts.max_files is not None:
@@ -110,7 +113,7 @@ def kind(invariant, message):
     return invariant, " ".join(message.split()[:4])
 
 
-def shrink(args, seed, opts, keys, workdir, violation, nights):
+def shrink(args, seed, opts, keys, workdir, violation, nights, live=live):
     """The smallest case of `seed` that still breaks the same way: fewer nights, files, faults."""
     def fails(o):
         lived, found = live(seed, o, keys, workdir)
@@ -144,6 +147,8 @@ def main():
     parser.add_argument("--keep", action="store_true", help="keep the seeds' folders")
     parser.add_argument("--regressions", action="store_true",
                         help="live the cases of simulate/regressions.txt (each must pass)")
+    parser.add_argument("--apt", action="store_true",
+                        help="the life of an APT mirror (an apt: entry) instead; --max-files bounds its packages")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     # A regression case is a line of arguments: its seeds, nights and switches, the binary aside.
@@ -202,12 +207,13 @@ def main():
 
 def case(args, binary, keys, workdir, total_nights, total):
     """Lives the seeds of one command line; returns the running totals."""
-    seeds = parse_seeds(args.seeds) if args.seeds else CI_SEEDS
-    nights = args.nights or CI_NIGHTS
+    seeds = parse_seeds(args.seeds) if args.seeds else apt_life.CI_SEEDS if args.apt else CI_SEEDS
+    nights = args.nights or (apt_life.CI_NIGHTS if args.apt else CI_NIGHTS)
+    one = apt_life.live if args.apt else live
     opts = Options(os.path.abspath(binary), args.grammar, nights, args.max_files, not args.no_faults,
                    not args.no_kills, not args.no_changes, args.keep)
     for seed in seeds:
-        lived, found = live(seed, opts, keys, workdir, args.verbose)
+        lived, found = one(seed, opts, keys, workdir, args.verbose)
         total_nights += lived
         total += len(found)
         for night, invariant, message in found:
@@ -215,7 +221,7 @@ def case(args, binary, keys, workdir, total_nights, total):
         if found:
             print("  replay: %s" % replay(args, seed, found[0][0] + 1, opts))
             if args.shrink:
-                small = shrink(args, seed, opts, keys, workdir, kind(*found[0][1:]), found[0][0] + 1)
+                small = shrink(args, seed, opts, keys, workdir, kind(*found[0][1:]), found[0][0] + 1, one)
                 print("  smallest: %s" % replay(args, seed, small.nights, small))
         sys.stdout.flush()
     return total_nights, total

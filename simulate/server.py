@@ -26,6 +26,7 @@ class Faults:
         self.slow = False  # every body drips in small pieces
         self.reset = {}  # path -> resets left (-1: every attempt)
         self.trap = None  # a Trap: a signal sent when the Nth request arrives
+        self.errors = {}  # file path -> [kind ('500', '503' or 'truncated'), answers left (-1: every one)]
 
 
 class Trap:
@@ -152,6 +153,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             reset = sim.faults.reset.get(rel, 0)
             if reset:
                 sim.faults.reset[rel] = reset - 1 if reset > 0 else -1
+            error = sim.faults.errors.get(rel)
+            error = error[0] if error and error[1] != 0 else None
+            if error and sim.faults.errors[rel][1] > 0:
+                sim.faults.errors[rel][1] -= 1
         headers = {"Content-Type": "application/octet-stream", "Accept-Ranges": "bytes"}
         etag = '"%s"' % up.sha256(data)[:20]
         modified = email.utils.formatdate(mtime, usegmt=True) if mtime < up.YEAR_2300 else \
@@ -176,6 +181,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         body = data[start:]
         entry.update({"range": int(wanted[6:-1] or 0) if wanted.startswith("bytes=") and wanted.endswith("-")
                       and wanted[6:-1].isdigit() else None, "start": start, "size": len(data)})
+        if error in ("500", "503"):
+            entry["fault"] = error
+            return self._send(entry, int(error), b"unavailable\n", {}, head)
+        if error == "truncated" and not head and status != 304:
+            entry["fault"] = "truncated"
+            return self._send(entry, status, body, headers, head, cut=len(body) // 2)
         if reset:
             entry["fault"] = "reset"
             return self._send(entry, status, body, headers, head, cut=len(body) // 2, rst=True)
