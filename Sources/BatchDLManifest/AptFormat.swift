@@ -21,7 +21,9 @@ import BatchDLSupport
 /// previous copy stays consistent); the pool files of the indexes that passed still are.
 /// Only root files verified by gpgv are published: `InRelease`, and `Release` with `Release.gpg`
 /// when the caller verified that pair and (beside an `InRelease`) it is the `InRelease`'s signed
-/// text; else it is left out, with a `descriptor` failure of its own that withholds nothing else.
+/// text. A pair gpgv does not verify beside an `InRelease` fails the suite (`signature`); a
+/// verified pair that is not the `InRelease`'s text is left out, with a `descriptor` failure of
+/// its own (the mirror then removes its old pair, which would contradict the new `InRelease`).
 public struct AptFormat: RepositoryFormat {
   public var suite: String
   public var components: [String]
@@ -252,6 +254,14 @@ public struct AptFormat: RepositoryFormat {
       return nil
     }
     var publish: [RepositoryFile] = []
+    // Beside an InRelease, a Release with a Release.gpg that gpgv does not verify is a root the
+    // repository publishes unsigned: the suite fails, the mirror keeps its roots as they were.
+    if path == inReleasePath, let plain, !plain.signatureVerified, plain.bytes != nil, detached?.bytes != nil {
+      result.fail(
+        releasePath, "signature",
+        "gpgv did not verify Release with Release.gpg against the keyring: the suite is not published")
+      return nil
+    }
     if let plain, plain.signatureVerified, let releaseBytes = plain.bytes, let gpg = detached?.bytes {
       if path == inReleasePath, (try? AptClearSigned.signedText(of: bytes).get().bytes) != releaseBytes {
         result.failures.append(

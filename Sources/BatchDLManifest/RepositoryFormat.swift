@@ -165,3 +165,19 @@ public enum RepositoryStep: Sendable {
   case fetch([RepositoryRequest])
   case done(RepositoryResult)
 }
+
+extension RepositoryResult {
+  /// Withholds the parts (suites) whose documents are below one of `folders` (e.g.
+  /// `dists/stable/`): their indexes and roots are not published, `why` says so.
+  public mutating func withhold(partsBelow folders: [[UInt8]: String]) {
+    for number in parts.indices where parts[number].withheld == nil {
+      let folder = Array("dists/\(parts[number].name)/".utf8)
+      guard let why = folders[folder] else { continue }
+      parts[number].withheld = why
+      parts[number].indexes = []
+      parts[number].roots = []
+    }
+    indexes = parts.flatMap(\.indexes)
+    roots = parts.flatMap(\.roots)
+  }
+}

@@ -126,6 +126,7 @@ extension PlanBuilder {
       if !spec.after.isEmpty { afterRefs.append((task, spec.after)) }
     }
     for file in result.pool { place(file, at: file.path, role: "pool:") }
+    let prefix = Array(form.prefix(dest: session.dest, folder: folder).utf8)
     let limit = spec.maxSize ?? session.maxSize
     for part in result.parts where !part.indexes.isEmpty {
       // A suite whose indexes name a file the plan leaves out (a path batchdl keeps, a clash,
@@ -142,30 +143,45 @@ extension PlanBuilder {
       }
       let pool = Set(part.pool.compactMap { requestOf[$0] }).sorted()
       var indexRequests = Set<Int32>()
+      var members: [Int32] = []
       var indexesPlaced = true
       for file in part.indexes {
         for path in [file.path] + file.alsoAt {
           place(file, at: path, role: "index:\(part.name):")
           if let request = requestOf[path] {
             wait(request, for: pool)
-            indexRequests.insert(request)
+            if indexRequests.insert(request).inserted { members.append(request) }
           } else {
             indexesPlaced = false
           }
         }
       }
       // The roots list every index: without one of them in place, the previous roots stay.
-      guard indexesPlaced else { continue }
+      guard indexesPlaced else {
+        if !members.isEmpty {
+          publishGroups.append(
+            PublishGroup(name: "suite \(part.name) of \(masked)", members: members, removals: [], withheld: true))
+        }
+        continue
+      }
       var earlierRoots = Set<Int32>()
       for file in part.roots {
         place(file, at: file.path, role: nil)
         guard let request = requestOf[file.path] else { continue }
         wait(request, for: indexRequests.union(earlierRoots).sorted())
-        earlierRoots.insert(request)
+        if earlierRoots.insert(request).inserted { members.append(request) }
       }
+      // The suite's indexes and roots are placed together; a root upstream no longer publishes
+      // (an InRelease gone, a Release pair not verified) goes, or it would name other files.
+      let suite = AptFormat(suite: part.name, components: [], architectures: [])
+      let published = Set(part.roots.map(\.path))
+      let removals = [suite.releasePath, suite.signaturePath, suite.inReleasePath].filter { !published.contains($0) }
+      publishGroups.append(
+        PublishGroup(
+          name: "suite \(part.name) of \(masked)", members: members,
+          removals: removals.map { String(decoding: prefix + $0, as: UTF8.self) }, withheld: false))
     }
     // What keep_removed keeps stays named for prune.
-    let prefix = Array(form.prefix(dest: session.dest, folder: folder).utf8)
     for (path, until) in crawl.kept {
       keptFromPrune[prefix + path] = until
     }

@@ -209,6 +209,10 @@ public struct Plan: Sendable {
   public var keptFromPrune: [[UInt8]: Int64] = [:]
   /// The documents of `apt:` entries with their verdicts and the files each adds (`plan`).
   public var repositoryChain: [RepositoryChainLine] = []
+  /// Requests placed together or not at all (an APT suite's index files and roots), and the
+  /// group of each member request.
+  public var publishGroups: [PublishGroup] = []
+  public var publishGroupOfRequest: [Int32: Int32] = [:]
   /// Each session's `dest` as an absolute, normalized folder (`absoluteDest(of:)`).
   public var sessionRoots: [String] = []
   /// The sizes listings (`index:`) give their files, by request: what `plan`'s totals, the progress
@@ -304,5 +308,26 @@ public struct SharingTasks: Sequence {
       position = task.nextSharing
       return task
     }
+  }
+}
+
+/// Requests whose files are placed together, in `members` order, once every one of them has come
+/// whole and checked, or none at all (the copies in place stay): an APT suite's index files and
+/// then its `Release`, `Release.gpg` and `InRelease`. `removals` (destinations) go once the
+/// members are placed: roots upstream no longer publishes, which would contradict the new ones.
+public struct PublishGroup: Sendable {
+  /// What the group is, for messages (`suite stable of https://…/debian/`).
+  public var name: String
+  public var members: [Int32]
+  public var removals: [String]
+  /// The group is not published this run (a file of its suite was left out of the plan): each
+  /// member fails before it is placed, and the copies in place stay.
+  public var withheld: Bool
+
+  public init(name: String, members: [Int32], removals: [String], withheld: Bool) {
+    self.name = name
+    self.members = members
+    self.removals = removals
+    self.withheld = withheld
   }
 }

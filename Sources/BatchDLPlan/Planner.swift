@@ -75,6 +75,10 @@ public struct Planner {
     plan.wantedSidecars = builder.wantedSidecars
     plan.keptFromPrune = builder.keptFromPrune
     plan.repositoryChain = builder.repositoryChain
+    plan.publishGroups = builder.publishGroups
+    for (number, group) in builder.publishGroups.enumerated() {
+      for member in group.members { plan.publishGroupOfRequest[member] = Int32(number) }
+    }
     return plan
   }
 }
@@ -163,6 +167,8 @@ package struct PlanBuilder {
   package var keptFromPrune: [[UInt8]: Int64] = [:]
   /// See `Plan.repositoryChain`.
   package var repositoryChain: [RepositoryChainLine] = []
+  /// See `Plan.publishGroups`.
+  package var publishGroups: [PublishGroup] = []
   /// The documents (normalized URLs) the last `checksumVerdict` consulted.
   package var lastCoverage: [String] = []
   /// Memos of `documentKey` and `checksumKey`.

@@ -67,8 +67,9 @@ final class FilePlacer {
     }
     let session = plan.manifest.sessions[Int(task.session)]
     let root = FileAccess.resolve(session.dest.isEmpty ? "." : session.dest, against: plan.manifest.absoluteDirectory)
-    try Self.prepare(path: path, root: root)
-    if let real = ReservedPaths.realPath(parent), let why = reserved.problem(withResolved: real) {
+    let real = try Self.prepare(path: path, root: root, realRoot: realRoots[root])
+    realRoots[root] = real.root
+    if let why = reserved.problem(withResolved: real.folder) {
       throw TransferFailure(code: .unsafePath, message: "\(path) \(why) (through a symbolic link); nothing was written")
     }
     preparedFolders.insert(ByteString(parent))
@@ -97,6 +98,9 @@ final class FilePlacer {
   /// and NFD spellings of a folder are two folders.
   private var preparedFolders: Set<ByteString> = []
 
+  /// Where each session's dest resolves, once `prepare` made it (by its absolute path).
+  private var realRoots: [String: String] = [:]
+
   /// The folder `prepare` last returned.
   private var lastPrepared: String?
 
@@ -115,15 +119,28 @@ final class FilePlacer {
   /// Creates the destination's folders and refuses a path that a symbolic link leads outside
   /// `root` (the session's dest): the deepest folder that exists is checked before any folder is
   /// made under it, and the whole path again once they are.
-  static func prepare(path: String, root: String) throws(TransferFailure) {
+  /// Returns where the root and the destination's folder resolve. `realRoot`: where `root`
+  /// resolves, when a call before made it and found out (it is neither made nor resolved again).
+  @discardableResult
+  static func prepare(
+    path: String, root: String, realRoot known: String? = nil
+  ) throws(TransferFailure) -> (
+    root: String, folder: String
+  ) {
     let parent = FileAccess.directory(of: path)
-    do {
-      try FileAccess.makeDirectories(root)
-    } catch {
-      throw TransferFailure.system(errno: error.code, doing: error.operation)
-    }
-    guard let realRoot = realPath(root) else {
-      throw TransferFailure(code: .write, message: "cannot resolve the folder \(root)")
+    let realRoot: String
+    if let known {
+      realRoot = known
+    } else {
+      do {
+        try FileAccess.makeDirectories(root)
+      } catch {
+        throw TransferFailure.system(errno: error.code, doing: error.operation)
+      }
+      guard let resolved = realPath(root) else {
+        throw TransferFailure(code: .write, message: "cannot resolve the folder \(root)")
+      }
+      realRoot = resolved
     }
     var existing = parent
     var info = stat()
@@ -133,17 +150,24 @@ final class FilePlacer {
       if up == existing || up.isEmpty { break }
       existing = up
     }
-    try checkInside(existing, root: realRoot, naming: path)
+    let checked = try checkInside(existing, root: realRoot, naming: path)
+    // The folder was there: nothing was made under what was just checked.
+    if existing.utf8.elementsEqual(parent.utf8) { return (realRoot, checked) }
     do {
       try FileAccess.makeDirectories(parent)
     } catch {
       throw TransferFailure.system(errno: error.code, doing: error.operation)
     }
-    try checkInside(parent, root: realRoot, naming: path)
+    return (realRoot, try checkInside(parent, root: realRoot, naming: path))
   }
 
-  /// Refuses `folder` when it does not resolve to `root` or a folder inside it.
-  private static func checkInside(_ folder: String, root: String, naming path: String) throws(TransferFailure) {
+  /// Where `folder` resolves; refuses it when that is not `root` or a folder inside it.
+  @discardableResult
+  private static func checkInside(
+    _ folder: String, root: String, naming path: String
+  ) throws(TransferFailure)
+    -> String
+  {
     guard let real = realPath(folder) else {
       throw TransferFailure(code: .write, message: "cannot resolve the folder \(folder)")
     }
@@ -152,6 +176,7 @@ final class FilePlacer {
         code: .unsafePath,
         message: "\(path) leads outside the session's dest through a symbolic link; nothing was written")
     }
+    return real
   }
 
   static func realPath(_ path: String) -> String? {

@@ -105,11 +105,17 @@ extension Descriptors {
         crawl.problem = "the repository's documents ask for more documents past \(maxRepositoryRounds) rounds"
       }
       explain(&crawl.result, signatureProblems: progress[number].signatureProblems)
+      var unknown: [[UInt8]: String] = [:]
       for (path, problem) in progress[number].fetchProblems.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
         crawl.result.failures.append(
           RepositoryFailure(
             path: path, code: "descriptor", message: fetcher.redactor.text("cannot fetch it: \(problem)")))
+        // A suite with a document upstream did not give is not known tonight: not published.
+        for suite in item.spec.suites where path.starts(with: Array("dists/\(suite)/".utf8)) {
+          unknown[Array("dists/\(suite)/".utf8)] = "\(AptPath.shown(path)) could not be fetched"
+        }
       }
+      crawl.result.withhold(partsBelow: unknown)
       crawl.kept = keptPaths(item, crawl: crawl, state: fetcher.state, mode: fetcher.mode, now: now)
       crawls[item.key] = crawl
     }

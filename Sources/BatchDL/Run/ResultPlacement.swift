@@ -103,7 +103,7 @@ extension RunBookkeeper {
 
   /// Why a task's expectations (`max_size`, `size:`, its digest) fail a complete body; its pieces were the
   /// engine's to check, by the same rule.
-  private func expectationProblem(_ task: PlannedTask, _ result: TransferResult) -> TransferFailure? {
+  func expectationProblem(_ task: PlannedTask, _ result: TransferResult) -> TransferFailure? {
     // A request shared with a task of a larger max_size: the body came whole, but not for this one.
     if let failure = tooLarge(task, size: result.size, attempts: result.attempts) { return failure }
     guard let expected = plan.expectation(of: task) else { return nil }

@@ -51,6 +51,11 @@ final class RunBookkeeper: TransferObserver {
   var failedRequests = Set<Int32>()
   /// What the run means, once `finish` has decided it.
   var verdict: RunVerdict?
+  /// Publish groups (`PublishGroups.swift`): the members that have not ended yet, why a group
+  /// failed, and the results held until it is complete.
+  var groupWaiting: [Int32: Set<Int32>] = [:]
+  var groupFailure: [Int32: String] = [:]
+  var heldResults: [Int32: [HeldResult]] = [:]
 
   init(plan: Plan, options: RunOptions, state: StateFolder, requests: [Int32]) {
     self.plan = plan
@@ -174,6 +179,7 @@ final class RunBookkeeper: TransferObserver {
     display.plannedBytes = expectedBytes(of: jobRequests)
     // Before the first byte: the partial files this run may make are batchdl's, for prune.
     recorder.recordStarts(jobRequests.map { plan.requests[Int($0)] })
+    prepareGroups(jobs: Set(jobRequests), blocked: blocked)
     // A dependency that is unchanged is already satisfied.
     let waits = jobRequests.map { index in
       plan.requests[Int(index)].dependencies.compactMap {
@@ -257,6 +263,7 @@ final class RunBookkeeper: TransferObserver {
   /// Records the last results, writes the reports and (unless the run was cancelled) runs the
   /// sessions' `on_finished` commands; returns the run's exit status.
   func finish(cancelled: Bool) throws(RunError) -> ExitStatus {
+    abandonGroups()
     recorder.flush(force: true)
     cleanEphemeralPartials()
     // Every file is in place: sessions with `prune:` remove what no task names any more.

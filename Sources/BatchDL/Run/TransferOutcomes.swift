@@ -114,6 +114,7 @@ extension RunBookkeeper {
         record(result)
         recorder.remember(task, result, request: request, head: nil)
       }
+      if let group = publishGroup(of: jobRequests[job]) { memberFailed(jobRequests[job], group: group) }
       recorder.spent(spent, attempts: failure.attempts, on: request)
       // Keep the partial file only while a checkpoint can continue it; a failure that wants
       // nothing kept (`too-large`) drops the checkpoint too, this run's or an earlier one's.
@@ -145,6 +146,7 @@ extension RunBookkeeper {
         recorder.rechecked(task, request: request)
       }
       recorder.notWritten(request)
+      if let group = publishGroup(of: jobRequests[job]) { memberDone(jobRequests[job], group: group) }
     case .success(let received):
       if let refusal = Publication.refusal(
         of: jobRequests[job], plan: plan, failed: failedRequests, attempts: received.attempts)
@@ -157,6 +159,7 @@ extension RunBookkeeper {
         }
         if let file = received.file { unlink(file) }
         recorder.finished(request)
+        if let group = publishGroup(of: jobRequests[job]) { memberFailed(jobRequests[job], group: group) }
         break
       }
       let result = received.withDigest()
@@ -171,8 +174,12 @@ extension RunBookkeeper {
           display.problem("warning: cannot cache \(redactor.url(plan.url(of: request))): \(error)")
         }
       }
-      place(result, for: tasks, request: request)
-      recorder.finished(request)
+      if let group = publishGroup(of: jobRequests[job]) {
+        hold(result, for: tasks, request: request, index: jobRequests[job], group: group)
+      } else {
+        place(result, for: tasks, request: request)
+        recorder.finished(request)
+      }
     }
     recorder.flush()
   }
