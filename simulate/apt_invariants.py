@@ -20,7 +20,8 @@
 4. Every file in the mirror holds bytes upstream published for that path (never a tampered one);
    nothing is written outside dest, the state folder and the outputs; no `*.batchdl-part` is left
    after a night that exited 0.
-5. Without `prune:` nothing is ever deleted; with it, a pool file no asked index names any more
+5. Without `prune:` nothing but the dists/ tree's retired roots and index files is ever deleted;
+   with it, a pool file an index the mirror published named, that no asked index names any more,
    goes no sooner than keep_removed after the night that first saw it unnamed, and is gone after
    a night exiting 0 that began more than keep_removed after the first night exiting 0 that no
    longer named it. Nothing still named is deleted, nor the user's file.
@@ -109,9 +110,10 @@ class Digests:
         return self.cache[key]
 
 
-def consistent(sim, settled, digests):
+def consistent(sim, settled, digests, named=None):
     """Invariant 1 over the mirror as it is now: the problems, and the roots read (to see whether
-    they changed during the look)."""
+    they changed during the look). `named`, when given, gets the pool files the mirror's published
+    indexes name (what its clients may ask for)."""
     problems, roots, u = [], {}, sim.upstream
     for suite in sim.suites:
         dists = os.path.join(sim.mirror_root, "dists", suite)
@@ -169,6 +171,8 @@ def consistent(sim, settled, digests):
                         problems.append("dists/%s/%s: no Packages the %s lists is readable" % (suite, folder, name))
                     continue
                 for filename, (size, digest) in sorted(stanzas(text_of).items()):
+                    if named is not None:
+                        named.add(filename)
                     try:
                         have = digests.of(os.path.join(sim.mirror_root, filename))
                     except OSError:
@@ -279,11 +283,16 @@ def check_prune(sim, night, before, after):
         rel = path[len(prefix):] if path.startswith(prefix) else path
         if os.path.basename(path) == USER_FILE:
             yield 5, "the user's file was deleted"
-        elif sim.prune is None:
+        elif sim.prune is None and not rel.startswith("dists/"):
+            # Without prune, only the dists/ tree changes: roots upstream dropped and index files
+            # the new Release lists that the mirror no longer keeps go with their suite's publication.
             yield 5, "%s was deleted from a session without prune" % rel
         elif rel in sim.named:
             yield 5, "%s was deleted although an asked index names it" % rel
-        elif rel.startswith("pool/") and rel in sim.removed_at and night.ended < sim.removed_at[rel] + sim.keep - SLACK:
+        elif rel.startswith("pool/") and rel in sim.removed_at and rel in sim.published_named \
+                and night.ended < sim.removed_at[rel] + sim.keep - SLACK:
+            # keep_removed keeps what an index the mirror published named: a file fetched on a
+            # night whose suite was not published was never offered to a client.
             yield 5, "%s was deleted %.1f s after its removal, keep_removed is %d s" % (
                 rel, night.ended - sim.removed_at[rel], sim.keep)
     if sim.prune is None or night.rc != 0:
@@ -299,9 +308,12 @@ def check_all(sim, night, before, after, canary_before):
     # A signal may land between a suite's indexes and its roots: until a night exits 0, an index
     # at its own path may hold a later Release's bytes (as on any mirror that apt's order fills).
     settled = night.signalled is None and not sim.unsettled
-    problems, _ = consistent(sim, settled, Digests())
+    named = set()
+    problems, _ = consistent(sim, settled, Digests(), named)
     for check in (check_processes(night), ((1, p) for p in problems[:3]), check_exit_zero(sim, night, after),
                   check_files(sim, night, after, canary_before), check_dates(sim, night),
                   check_prune(sim, night, before, after)):
         yield from check
+    # Named by what the mirror publishes now: what the next night's prune must keep.
+    sim.published_named |= named
     yield from night.violations

@@ -167,6 +167,10 @@ public struct AptFormat: RepositoryFormat {
     result.failures += pool.failures
     var part = RepositoryPart(name: suite)
     part.pool = pool.files.map(\.path)
+    // What the Release lists that this mirror does not keep (an architecture dropped from the
+    // manifest): a copy of it left in the mirror would not match the new Release.
+    let mirrored = Set(plan.targets.map(\.path))
+    part.unmirrored = release.release.files.map { folder + $0.path }.filter { !mirrored.contains($0) }
     if documentFailed {
       part.withheld = "a document of the suite failed"
     } else if let refused = refusedPath ?? pool.failures.first?.path {

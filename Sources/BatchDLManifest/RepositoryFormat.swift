@@ -137,6 +137,8 @@ public struct RepositoryPart: Sendable {
   public var roots: [RepositoryFile] = []
   /// Why its indexes and roots are not published (the previous copy stays); nil when they are.
   public var withheld: String?
+  /// Documents its root lists that the mirror does not keep (relative to the repository's root).
+  public var unmirrored: [[UInt8]] = []
 
   public init(name: String) { self.name = name }
 }

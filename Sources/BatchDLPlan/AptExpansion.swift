@@ -176,10 +176,11 @@ extension PlanBuilder {
       let suite = AptFormat(suite: part.name, components: [], architectures: [])
       let published = Set(part.roots.map(\.path))
       let removals = [suite.releasePath, suite.signaturePath, suite.inReleasePath].filter { !published.contains($0) }
-      publishGroups.append(
-        PublishGroup(
-          name: "suite \(part.name) of \(masked)", members: members,
-          removals: removals.map { String(decoding: prefix + $0, as: UTF8.self) }, withheld: false))
+      var group = PublishGroup(
+        name: "suite \(part.name) of \(masked)", members: members,
+        removals: removals.map { String(decoding: prefix + $0, as: UTF8.self) }, withheld: false)
+      group.retired = part.unmirrored.map { String(decoding: prefix + $0, as: UTF8.self) }
+      publishGroups.append(group)
     }
     // What keep_removed keeps stays named for prune.
     for (path, until) in crawl.kept {

@@ -323,6 +323,10 @@ public struct PublishGroup: Sendable {
   /// The group is not published this run (a file of its suite was left out of the plan): each
   /// member fails before it is placed, and the copies in place stay.
   public var withheld: Bool
+  /// Destinations the new roots list but the plan does not keep (an architecture dropped from
+  /// the manifest): once the members are placed, a copy an earlier run of this manifest placed
+  /// there, and no task names, goes (it would not match the new roots).
+  public var retired: [String] = []
 
   public init(name: String, members: [Int32], removals: [String], withheld: Bool) {
     self.name = name

@@ -135,4 +135,28 @@ import Testing
     let after = Self.dists(served, "stable")
     #expect(after.allSatisfy { before[$0.key] == $0.value } && Set(after.keys) == Set(before.keys))
   }
+
+  /// An architecture dropped from the manifest, in a session without prune: the new Release still
+  /// lists its indexes with new digests, so the old copies go when the suite is published (pool
+  /// files stay: nothing prunes them); a file the user put there is left alone.
+  @Test func anArchitectureDroppedTakesItsIndexesWithItEvenWithoutPrune() throws {
+    let served = try Served(try AptRepositoryFixture(suites: ["stable"], components: ["main"]))
+    served.manifest()
+    var result = try served.run.run()
+    #expect(result.status == 0, "\(result.stderr)")
+    let arm = served.repository.pool.keys.filter { $0.hasSuffix("_arm64.deb") }
+    let manifest = try #require(served.run.folder.read("manifest.yaml"))
+    served.run.folder.write("manifest.yaml", manifest.replacingOccurrences(of: "[amd64, arm64]", with: "[amd64]"))
+    served.run.folder.write("mirror/dists/stable/main/binary-arm64/notes.txt", "the user's\n")
+    try served.repository.update(changing: ["pkg0"])
+    try served.sync()
+    result = try served.run.run()
+    #expect(result.status == 0, "\(result.stderr)")
+    for name in ["Packages", "Packages.gz", "Packages.xz"] {
+      #expect(served.mirrored("dists/stable/main/binary-arm64/\(name)") == nil, "\(name) goes with its Release")
+    }
+    #expect(served.run.folder.read("mirror/dists/stable/main/binary-arm64/notes.txt") == "the user's\n")
+    #expect(served.mirrored("dists/stable/InRelease") == served.repository.read("dists/stable/InRelease"))
+    #expect(!arm.isEmpty && arm.allSatisfy { served.mirrored($0) != nil })
+  }
 }

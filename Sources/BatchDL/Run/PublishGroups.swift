@@ -95,6 +95,30 @@ extension RunBookkeeper {
         display.note("removed \(redactor.text(removal)) (upstream no longer publishes it)")
       }
     }
+    retire(plan.publishGroups[Int(group)].retired)
+  }
+
+  /// Removes the copies at `destinations` that an earlier run of this manifest placed and no task
+  /// of the plan names, when they are still what was placed (a user's file is never touched).
+  private func retire(_ destinations: [String]) {
+    guard !destinations.isEmpty, let records = recorder.placedFiles() else { return }
+    let placed = Dictionary(records.map { (ByteString($0.path), $0) }, uniquingKeysWith: { first, _ in first })
+    let candidates = destinations.filter { placed[ByteString($0)] != nil }
+    guard !candidates.isEmpty else { return }
+    let named = Set(plan.tasks.compactMap { $0.to.isNone ? nil : ByteString(plan.text.string($0.to)) })
+    var forgotten: [String] = []
+    for destination in candidates where !named.contains(ByteString(destination)) {
+      guard let record = placed[ByteString(destination)] else { continue }
+      let path = plan.absolute(destination)
+      guard let identity = FileIdentity(path: path), identity.size == record.size,
+        identity.modified == record.modified, identity.inode == record.inode
+      else { continue }
+      if unlink(path) == 0 {
+        forgotten.append(destination)
+        display.note("removed \(redactor.text(destination)) (no longer mirrored; it would not match the new Release)")
+      }
+    }
+    recorder.forget(placed: forgotten)
   }
 
   private func refuse(_ result: TransferResult, tasks: SharingTasks, request: PlannedRequest, because why: String) {

@@ -1,3 +1,4 @@
+import BatchDLManifest
 import BatchDLPlan
 import BatchDLStore
 import BatchDLSupport
@@ -177,11 +178,22 @@ final class StateRecorder {
   /// sessions record nothing (a run of small files pays no row for it): when they start pruning,
   /// the files their tasks name are adopted from their results (`RunBookkeeper.prune`).
   func placed(_ task: PlannedTask, request: PlannedRequest, at path: String) {
-    guard plan.manifest.sessions[Int(task.session)].prune != nil, persists(request),
+    // Kept for prune, and for a repository's publication (which retires its index files no
+    // longer mirrored, `PublishGroup.retired`).
+    let session = plan.manifest.sessions[Int(task.session)]
+    guard session.prune != nil || Self.mirrorsRepository(session), persists(request),
       let destination = plan.destination(of: task), let identity = FileIdentity(path: path)
     else { return }
     pendingPlaced.append(
       PlacedFile(session: plan.manifest.sessions[Int(task.session)].name, path: destination, identity: identity))
+  }
+
+  /// Whether `session` has an `apt:` entry.
+  static func mirrorsRepository(_ session: Session) -> Bool {
+    session.tasks.contains { entry in
+      if case .apt = entry { return true }
+      return false
+    }
   }
 
   /// The files the state records as placed by this manifest's runs (this one's once flushed); nil
