@@ -42,7 +42,7 @@ extension PlanBuilder {
   /// Requests joined by `after:` share a shard: the smallest key among those of them that wait for
   /// nothing decides it, so that adding a task `after:` existing ones never moves them.
   package mutating func assignShardKeys() {
-    guard requests.contains(where: { !$0.dependencies.isEmpty }) else { return }
+    guard requests.contains(where: { !$0.dependencies.isEmpty }) || !publishGroups.isEmpty else { return }
     var parent = Array(0..<Int32(requests.count))
     func find(_ x: Int32) -> Int32 {
       var root = x
@@ -62,6 +62,14 @@ extension PlanBuilder {
       for dependency in request.dependencies where !publishing.contains(dependency) {
         let a = find(Int32(index))
         let b = find(dependency)
+        if a != b { parent[Int(a)] = b }
+      }
+    }
+    // A publish group (an APT suite's index files and roots) is placed together: one shard.
+    for group in publishGroups {
+      for member in group.members.dropFirst() {
+        let a = find(member)
+        let b = find(group.members[0])
         if a != b { parent[Int(a)] = b }
       }
     }
