@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from . import apt_life, nginx
+from . import apt_life, invariants, nginx
 from .life import Options, Simulation
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -95,11 +95,7 @@ def live(seed, opts, keys, workdir, verbose=False):
             if verbose:
                 print("  night %d: exit %s; %s%s" % (number, night.rc, "; ".join(night.changes) or "no change",
                                                     "; " + ", ".join(night.events) if night.events else ""))
-                failed = [t for t in night.report_tasks() if t.get("outcome") == "failed"]
-                for t in failed[:3]:
-                    print("    failed %s: %s" % (t.get("id"), (t.get("error") or {}).get("message", "")[:150]))
-                if len(failed) > 3:
-                    print("    ... and %d more failed" % (len(failed) - 3))
+                invariants.show_failed(night.report_tasks())
             found += [(number, i, m) for i, m in violations]
             if violations:
                 return number + 1, found

@@ -305,11 +305,7 @@ def live(seed, opts, keys, workdir, verbose=False):
                     "; " + ", ".join(night.events) if night.events else "",
                     "; must fail: " + night.must_fail if night.must_fail else ""))
                 report = inv.report_json(os.path.join(sim.outputs, "report.json")) or {}
-                failed = [t for t in report.get("tasks", []) if t.get("outcome") == "failed"]
-                for t in failed[:3]:
-                    print("    failed %s: %s" % (t.get("id"), (t.get("error") or {}).get("message", "")[:150]))
-                if len(failed) > 3:
-                    print("    ... and %d more failed" % (len(failed) - 3))
+                inv.show_failed(report.get("tasks", []))
             found += [(number, i, m) for i, m in violations]
             if violations:
                 return number + 1, found

@@ -12,7 +12,7 @@ import hashlib
 import lzma
 import time
 
-from .upstream import DAY, sha256
+from .upstream import DAY, sha256, folders_of
 
 WORDS = "tool library data client server daemon utility parser archive editor driver plugin".split()
 
@@ -287,12 +287,7 @@ class AptUpstream:
         return {self.ROOT + p: v for p, v in self.files.items()}
 
     def folders(self):
-        out = {""}
-        for path in self.documents():
-            parts = path.split("/")[:-1]
-            for i in range(len(parts)):
-                out.add("/".join(parts[: i + 1]) + "/")
-        return out
+        return folders_of(self.documents())
 
     def listing(self, folder):
         return b"<html><body>no listing</body></html>\n", "text/html"

@@ -422,3 +422,12 @@ def report_json(path):
             return json.load(f)
     except (OSError, ValueError):
         return None
+
+
+def show_failed(tasks):
+    """Prints the first three failed tasks of a report's `tasks` (with -v), and how many more."""
+    failed = [t for t in tasks if t.get("outcome") == "failed"]
+    for t in failed[:3]:
+        print("    failed %s: %s" % (t.get("id"), (t.get("error") or {}).get("message", "")[:150]))
+    if len(failed) > 3:
+        print("    ... and %d more failed" % (len(failed) - 3))

@@ -21,6 +21,16 @@ NAMES = ["README", "README", "NOTES", "data.bin", "with space.txt",
          "日本語.txt", "a&b.txt", "100%.txt", "tool.tar.gz", "image.iso", "CHANGES"]
 
 
+def folders_of(paths):
+    """Every folder ('' and 'a/', 'a/b/', ...) the paths are in."""
+    out = {""}
+    for path in paths:
+        parts = path.split("/")[:-1]
+        for i in range(len(parts)):
+            out.add("/".join(parts[: i + 1]) + "/")
+    return out
+
+
 def sha256(data):
     return hashlib.sha256(data).hexdigest()
 
@@ -174,12 +184,7 @@ class Upstream:
     # -- listings ----------------------------------------------------------------------------
 
     def folders(self):
-        out = {""}
-        for path in self.documents():
-            parts = path.split("/")[:-1]
-            for i in range(len(parts)):
-                out.add("/".join(parts[: i + 1]) + "/")
-        return out
+        return folders_of(self.documents())
 
     def listing(self, folder):
         """The page the server shows for `folder` ('' or 'sub/'): (bytes, content type)."""
