@@ -39,14 +39,14 @@ import Testing
     /// `session` to its session.
     func manifest(
       extra: String = "", session: String = "", suites: String? = nil, keyring: String = "keyring.gpg",
-      url: String? = nil
+      url: String? = nil, dest: String = "mirror"
     ) {
       run.manifest(
         """
         version: 1
         sessions:
           debian:
-            dest: mirror
+            dest: \(dest)
             tls: {ca_file: ca.pem}
             retry: {attempts: 1}
         \(session)
@@ -214,5 +214,32 @@ import Testing
     #expect(
       served.mirrored("dists/stable/main/binary-arm64/by-hash/SHA256/\(AptRepositoryFixture.sha256(packages))")
         == packages)
+  }
+
+  /// An absolute `dest`: the published root's Date is read there (a rollback is refused), and
+  /// pool files upstream removed are pruned from there.
+  @Test func anAbsoluteDestIsTheMirrorForRollbackAndPrune() throws {
+    let newer = try AptRepositoryFixture(
+      suites: ["stable"], components: ["main"], date: "Sun, 29 Nov 2026 10:00:00 UTC")
+    let served = try Served(newer)
+    let dest = served.run.folder.path + "/mirror"
+    served.manifest(session: "    prune: {max_delete: \"50%\"}", dest: dest)
+    var result = try served.run.run()
+    #expect(result.status == 0, "\(result.stderr)")
+    let published = try #require(served.mirrored("dists/stable/InRelease"))
+    try newer.update(removing: ["pkg1"], deletingOldPool: true)
+    try served.sync()
+    result = try served.run.run()
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(newer.poolBySuite["stable"]?.contains { $0.contains("/pkg1/") } == false)
+    #expect(!served.run.files().contains { $0.hasPrefix("mirror/pool/") && $0.contains("/pkg1/") })
+    #expect(served.mirrored("dists/stable/InRelease") != published)
+    // An older Date than the one published under the absolute dest: refused.
+    try newer.update(date: "Sat, 28 Nov 2026 09:00:00 UTC")
+    try served.sync()
+    result = try served.run.run()
+    #expect(result.status != 0)
+    let failure = try AptHostileTests.error(served, AptHostileTests.id(served, "dists/stable/InRelease"))
+    #expect(failure.code == "signature" && failure.message.contains("rollback"), "\(failure)")
   }
 }

@@ -12,12 +12,16 @@ extension Descriptors {
   /// The most pages of one bucket listing fetched (1,000 keys a page).
   static let maxBucketPages = 10_000
 
-  struct BucketItem {
+  /// An entry whose documents are crawled before planning: its spec, its key in the
+  /// `DescriptorSet`, and the session (and its index) that fetches them.
+  struct CrawledEntry<Spec> {
     var key: String
-    var spec: IndexSpec
+    var spec: Spec
     var session: Session
     var sessionIndex: Int
   }
+
+  typealias BucketItem = CrawledEntry<IndexSpec>
 
   /// The crawls of `items`, by their keys.
   static func crawlBuckets(

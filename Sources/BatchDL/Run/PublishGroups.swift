@@ -31,13 +31,7 @@ extension RunBookkeeper {
     // Checked now, as placing it would: a member with other bytes fails its group before any
     // member is placed.
     if let failure = tasks.lazy.compactMap({ self.expectationProblem($0, result) }).first {
-      for task in tasks {
-        let outcome = failed(task, failure, status: result.head.status)
-        record(outcome)
-        recorder.remember(task, outcome, request: request, head: nil)
-      }
-      if let file = result.file { unlink(file) }
-      recorder.finished(request)
+      discard(result, tasks: tasks, request: request, failure: failure, status: result.head.status)
       memberFailed(index, group: group)
       return
     }
@@ -124,8 +118,16 @@ extension RunBookkeeper {
   private func refuse(_ result: TransferResult, tasks: SharingTasks, request: PlannedRequest, because why: String) {
     let failure = TransferFailure(
       code: .dependency, message: "not published: \(why); the copies in place stay", attempts: result.attempts)
+    discard(result, tasks: tasks, request: request, failure: failure)
+  }
+
+  /// A transfer that came but is not placed: its tasks fail with `failure`, its partial file goes.
+  func discard(
+    _ result: TransferResult, tasks: SharingTasks, request: PlannedRequest, failure: TransferFailure,
+    status: Int? = nil
+  ) {
     for task in tasks {
-      let outcome = failed(task, failure)
+      let outcome = failed(task, failure, status: status)
       record(outcome)
       recorder.remember(task, outcome, request: request, head: nil)
     }

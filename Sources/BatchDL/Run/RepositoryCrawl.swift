@@ -13,12 +13,7 @@ extension Descriptors {
   /// The most rounds of one crawl (roots, then indexes: two; more is a format's loop).
   static let maxRepositoryRounds = 8
 
-  struct RepositoryItem {
-    var key: String
-    var spec: AptSpec
-    var session: Session
-    var sessionIndex: Int
-  }
+  typealias RepositoryItem = CrawledEntry<AptSpec>
 
   static func crawlRepositories(
     _ items: [RepositoryItem], fetcher: inout DocumentFetcher, manifest: Manifest, now: Int64
@@ -93,7 +88,7 @@ extension Descriptors {
         }
         var documents = progress[number].documents
         var problems = progress[number].signatureProblems
-        verifyRoots(item, &documents, &problems, manifest: manifest)
+        verifyRoots(item, fetched: Set(asked[number].map(\.fetchPath)), &documents, &problems, manifest: manifest)
         progress[number].documents = documents
         progress[number].signatureProblems = problems
       }
@@ -122,15 +117,17 @@ extension Descriptors {
     return crawls
   }
 
-  /// Runs gpgv on the roots of each suite fetched this round (`InRelease`; `Release` with its
-  /// `Release.gpg`) and marks those it verifies; sets the stored copy's `Date` of each root.
+  /// Runs gpgv on the roots of each suite fetched this round (`fetched`: `InRelease`; `Release`
+  /// with its `Release.gpg`) and marks those it verifies; sets the published root's `Date` on
+  /// them. A root of an earlier round is not checked again.
   static func verifyRoots(
-    _ item: RepositoryItem, _ documents: inout RepositoryDocuments, _ problems: inout [[UInt8]: String],
-    manifest: Manifest
+    _ item: RepositoryItem, fetched: Set<[UInt8]>, _ documents: inout RepositoryDocuments,
+    _ problems: inout [[UInt8]: String], manifest: Manifest
   ) {
     let keyring = FileAccess.resolve(item.spec.keyring, against: manifest.absoluteDirectory)
     let check = SignatureCheck()
-    for suite in item.spec.format.suites {
+    for suite in item.spec.format.suites
+    where fetched.contains(suite.inReleasePath) || fetched.contains(suite.releasePath) {
       let published = publishedDate(of: suite, item: item, manifest: manifest)
       if var document = documents[suite.inReleasePath], !document.signatureVerified, let bytes = document.bytes {
         switch check.verifyClearSigned(.bytes(bytes), keyring: keyring) {

@@ -33,9 +33,14 @@ final class StateRecorder {
   /// Requests (by key) whose partial files this run recorded before sending them (`recordStarts`).
   private var started: Set<RequestKey> = []
 
+  /// By session index: whether its placed files are recorded (it prunes, or mirrors a
+  /// repository), decided once rather than per file.
+  private let recordsPlaced: [Bool]
+
   init(plan: Plan, redactor: Redactor) {
     self.plan = plan
     self.redactor = redactor
+    recordsPlaced = plan.manifest.sessions.map { $0.prune != nil || Self.mirrorsRepository($0) }
   }
 
   /// Starts recording into `store`, whose earlier contents are `prior`; `warn` says what could not
@@ -180,8 +185,7 @@ final class StateRecorder {
   func placed(_ task: PlannedTask, request: PlannedRequest, at path: String) {
     // Kept for prune, and for a repository's publication (which retires its index files no
     // longer mirrored, `PublishGroup.retired`).
-    let session = plan.manifest.sessions[Int(task.session)]
-    guard session.prune != nil || Self.mirrorsRepository(session), persists(request),
+    guard recordsPlaced[Int(task.session)], persists(request),
       let destination = plan.destination(of: task), let identity = FileIdentity(path: path)
     else { return }
     pendingPlaced.append(

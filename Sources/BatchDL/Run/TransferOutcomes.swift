@@ -152,13 +152,7 @@ extension RunBookkeeper {
         of: jobRequests[job], plan: plan, failed: failedRequests, attempts: received.attempts)
       {
         // A mirrored document whose covered files failed: nothing is placed, the old copy stays.
-        for task in tasks {
-          let result = failed(task, refusal)
-          record(result)
-          recorder.remember(task, result, request: request, head: nil)
-        }
-        if let file = received.file { unlink(file) }
-        recorder.finished(request)
+        discard(received, tasks: tasks, request: request, failure: refusal)
         if let group = publishGroup(of: jobRequests[job]) { memberFailed(jobRequests[job], group: group) }
         break
       }
